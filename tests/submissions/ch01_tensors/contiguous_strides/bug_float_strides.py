@@ -1,0 +1,13 @@
+"""Bug: divides the element count with '/', so the strides come out as floats."""
+import math
+
+EXPECT_FAIL = {"returns_tuple_of_ints": "must be an int"}
+
+
+def contiguous_strides(shape):
+    total = math.prod(max(s, 1) for s in shape)
+    strides, seen = [], 1
+    for size in shape:
+        seen *= max(size, 1)
+        strides.append(total / seen)
+    return tuple(strides)

@@ -1,0 +1,9 @@
+"""Bug: the row stride and the column stride are swapped."""
+EXPECT_FAIL = {"contiguous_input": "strides are swapped"}
+
+
+def sliding_window(x, size, step=1):
+    if x.dim() != 1 or size < 1 or step < 1 or size > len(x):
+        raise ValueError("bad arguments")
+    rows = (len(x) - size) // step + 1
+    return x.as_strided((rows, size), (x.stride(0), step * x.stride(0)), x.storage_offset())

@@ -1,0 +1,89 @@
+"""Chapter 01 (tensors): references and graders for contiguous_strides, is_contiguous, sliding_window."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graders
+from solutions import ch01_tensors as reference
+from tests.submissions import assert_verdict, cases
+
+EXERCISES = ["contiguous_strides", "is_contiguous", "sliding_window"]
+
+
+# -- the references agree with PyTorch on odd layouts (hypothesis makes them the normal case) -------
+shapes = st.lists(st.integers(0, 6), max_size=6).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(shapes)
+def test_reference_strides_match_torch(shape):
+    assert reference.contiguous_strides(shape) == torch.empty(shape, device="meta").stride()
+
+
+@st.composite
+def layouts(draw):
+    shape = draw(st.lists(st.integers(0, 4), max_size=5))
+    strides = draw(st.lists(st.integers(0, 40), min_size=len(shape), max_size=len(shape)))
+    return tuple(shape), tuple(strides)
+
+
+@settings(max_examples=400, deadline=None)
+@given(layouts())
+def test_reference_is_contiguous_matches_torch(layout):
+    shape, strides = layout
+    needed = 1 + sum((n - 1) * s for n, s in zip(shape, strides)) if 0 not in shape else 1
+    view = torch.empty(needed, device="meta").as_strided(shape, strides)
+    assert reference.is_contiguous(shape, strides) == view.is_contiguous()
+
+
+@settings(max_examples=200, deadline=None)
+@given(length=st.integers(1, 20), stride=st.integers(1, 4), offset=st.integers(0, 5), data=st.data())
+def test_reference_sliding_window_matches_unfold(length, stride, offset, data):
+    size = data.draw(st.integers(1, length))
+    step = data.draw(st.integers(1, length + 2))
+    x = torch.arange(offset + length * stride)[offset::stride][:length]
+    got = reference.sliding_window(x, size, step)
+    torch.testing.assert_close(got, x.unfold(0, size, step), rtol=0, atol=0)
+    assert got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
+def test_reference_is_contiguous_rejects_length_mismatch():
+    with pytest.raises(ValueError):
+        reference.is_contiguous((2, 3), (1,))
+
+
+# -- every reference passes every check on every device -------------------------------------------
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_reference_passes(exercise_id, device):
+    report = graders.check_namespace(exercise_id, vars(reference), device=device)
+    assert report.passed, report.as_text()
+    assert report.score == report.max_score > 0
+
+
+# -- differently written correct solutions pass; each catalogued bug is rejected, by name ---------
+@pytest.mark.parametrize("exercise_id, path", cases("ch01_tensors"))
+def test_submission_verdict(exercise_id, path, device):
+    assert_verdict(exercise_id, path, device)
+
+
+@pytest.mark.parametrize("exercise_id", EXERCISES)
+def test_catalogue_is_complete(exercise_id):
+    """At least two correct alternatives and five bugs per exercise."""
+    correct = cases("ch01_tensors", "correct_")
+    bugs = cases("ch01_tensors", "bug_")
+    assert sum(p.values[0] == exercise_id for p in correct) >= 2
+    assert sum(p.values[0] == exercise_id for p in bugs) >= 5
+
+
+def test_one_check_runs_fast():
+    """Budget: one exercise's checks in well under 2 s (the measured figure is in the README)."""
+    import time
+
+    for exercise_id in EXERCISES:
+        start = time.perf_counter()
+        graders.check_namespace(exercise_id, vars(reference), device="cpu")
+        assert time.perf_counter() - start < 2.0, exercise_id
