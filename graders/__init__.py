@@ -99,8 +99,11 @@ def check_file(
     return run_checks(exercise, submission, device, checks)
 
 
-def check(exercise_id: str, namespace: dict[str, Any], *checks: str, device: Any = None) -> Report:
-    """The notebook check cell: print one line per check and raise if any failed."""
+def check(exercise_id: str, namespace: dict[str, Any], *checks: str, device: Any = None) -> None:
+    """The notebook check cell: print one line per check and raise if any failed.
+
+    It returns nothing, so a check cell never ends on a value that nbgrader could mistake for a result.
+    """
     report = check_namespace(exercise_id, namespace, list(checks) or None, device=device)
     print(report.as_text())
     if not report.passed:
@@ -109,4 +112,3 @@ def check(exercise_id: str, namespace: dict[str, Any], *checks: str, device: Any
             f"{exercise_id}: {len(failed)} of {len(report.results)} checks failed "
             f"({', '.join(failed)}); read the FAIL lines above"
         ) from None
-    return report

@@ -318,6 +318,11 @@ class Submission:
             ) from None
         except (CheckFailed, StudentCodeError, UsageError):
             raise
+        except NotImplementedError as exc:
+            raise StudentCodeError(
+                f"`{label}` is not written yet (it raises NotImplementedError): replace the "
+                "`raise NotImplementedError()` line in its cell with your code, run that cell, then this one", exc
+            ) from None
         except Exception as exc:  # noqa: BLE001 - any error in student code is reported, not raised
             message = f"`{label}` raised {describe_exception(exc, self.student_files)}"
             raise StudentCodeError(message, exc) from None

@@ -1,0 +1,89 @@
+"""Plotting helpers shared by the chapters (one place, so every chapter draws the same way)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+
+def _storage_index_grid(t: torch.Tensor) -> list[list[int]]:
+    """For a 1-D or 2-D tensor, the storage index of every element (offset + sum of index * stride)."""
+    t2 = t.reshape(1, -1) if t.dim() == 1 else t  # reshape of a 1-D view keeps its strides
+    rows, cols = t2.shape
+    s0, s1 = (0, t.stride(0)) if t.dim() == 1 else t.stride()
+    return [[t.storage_offset() + i * s0 + j * s1 for j in range(cols)] for i in range(rows)]
+
+
+def show_layouts(tensors: Sequence[tuple[torch.Tensor, str]], storage_label: str = "storage"):
+    """Draw each tensor's elements as a grid above the flat storage they live in.
+
+    A cell and the storage slot it reads share a colour and a number (the storage index), so a
+    transpose, a step or an expand (several cells on one slot) can be seen at a glance. Slots the
+    view never reads stay grey.
+    """
+    n = len(tensors)
+    fig, axes = plt.subplots(2, n, figsize=(3.2 * n, 3.4), gridspec_kw={"height_ratios": [3, 1]}, squeeze=False)
+    cmap = plt.get_cmap("tab20")
+    for k, (t, title) in enumerate(tensors):
+        if t.dim() not in (1, 2):
+            raise ValueError("show_layouts draws 1-D and 2-D tensors")
+        grid = _storage_index_grid(t)
+        storage_size = t.untyped_storage().nbytes() // t.element_size()
+        flat = t.as_strided((storage_size,), (1,), 0).tolist()
+        top, bottom = axes[0][k], axes[1][k]
+        for i, row in enumerate(grid):
+            for j, index in enumerate(row):
+                top.add_patch(Rectangle((j, -i - 1), 1, 1, facecolor=cmap(index % 20), edgecolor="black"))
+                top.text(j + 0.5, -i - 0.5, f"{flat[index]:g}\n@{index}", ha="center", va="center", fontsize=8)
+        top.set_xlim(0, max(len(grid[0]), 1))
+        top.set_ylim(-len(grid), 0)
+        top.set_aspect("equal")
+        top.axis("off")
+        top.set_title(f"{title}\nshape {tuple(t.shape)} stride {t.stride()}\noffset {t.storage_offset()}", fontsize=9)
+        used = {index for row in grid for index in row}
+        for index, value in enumerate(flat):
+            colour = cmap(index % 20) if index in used else "0.9"
+            bottom.add_patch(Rectangle((index, 0), 1, 1, facecolor=colour, edgecolor="black"))
+            bottom.text(index + 0.5, 0.5, f"{value:g}", ha="center", va="center", fontsize=7)
+        bottom.set_xlim(0, storage_size)
+        bottom.set_ylim(0, 1)
+        bottom.set_aspect("equal")
+        bottom.set_yticks([])
+        bottom.set_xticks([i + 0.5 for i in range(storage_size)], [str(i) for i in range(storage_size)], fontsize=6)
+        bottom.set_xlabel(f"{storage_label} (index: value)", fontsize=8)
+        for side in ("top", "right", "left"):
+            bottom.spines[side].set_visible(False)
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", ylabel: str = "loss",
+                title: str | None = None, logx: bool = False, logy: bool = False, marks: dict[str, float] | None = None):
+    """Several named curves on one axis (loss curves, timings); ``marks`` draws labelled vertical lines."""
+    fig, ax = plt.subplots()
+    for name, values in curves.items():
+        ax.plot(list(values), label=name) if not isinstance(values, tuple) else ax.plot(*values, label=name)
+    for name, x in (marks or {}).items():
+        ax.axvline(x, linestyle="--", color="black", linewidth=1)
+        ax.annotate(name, (x, 0.95), xycoords=("data", "axes fraction"), ha="left", fontsize=8)
+    ax.set_xscale("log" if logx else "linear")
+    ax.set_yscale("log" if logy else "linear")
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.legend()
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_bars(values: dict[str, float], *, ylabel: str, title: str | None = None, fmt: str = "{:.3g}"):
+    """A labelled bar chart (measured numbers: one bar a setting, the value written on it)."""
+    fig, ax = plt.subplots()
+    bars = ax.bar(list(values), list(values.values()), color="tab:blue")
+    for bar, value in zip(bars, values.values()):
+        ax.annotate(fmt.format(value), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                    va="bottom", fontsize=8)
+    ax.set(ylabel=ylabel, title=title)
+    fig.tight_layout()
+    plt.show()

@@ -1,0 +1,41 @@
+"""nbgrader configuration for the course (instructor side).
+
+``course/`` is the source directory: each chapter folder (``01_tensors``, ...) is one assignment.
+See README.md, "Instructor workflow", for the commands.
+"""
+
+c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
+
+import os
+
+c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.source_directory = "course"
+
+# The graders are an installed package, so test cells import them from any directory (autograde runs
+# in autograded/<student>/<chapter>/). "python3" runs the kernel of the environment running nbgrader.
+c.Execute.kernel_name = "python3"
+c.ExecutePreprocessor.kernel_name = "python3"
+# Seconds a single cell may run; a chapter's slowest cell takes a few seconds on a 2-core laptop.
+c.Execute.timeout = 120
+c.ExecutePreprocessor.timeout = 120
+c.Execute.interrupt_on_timeout = True
+
+# Any stderr in a graded cell scores it 0. The graders keep student stderr out of the cell, but a
+# library warning raised outside them still could: drop warning lines from stderr before grading.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = r"\w*Warning\b"
+
+# A submission that deleted a graded cell gets it back (scored as written in the source) rather
+# than losing it silently.
+c.OverwriteCells.add_missing_cells = True
+
+# Students see their score per cell in the feedback; hidden test code is never shown (nbgrader's
+# feedback would otherwise render the hidden tests that autograde restored, and tracebacks quoting them).
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "coursekit.feedback.HideHiddenTests",
+]
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
+c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"

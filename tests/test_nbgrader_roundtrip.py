@@ -1,0 +1,165 @@
+"""The instructor's round trip through nbgrader, for every chapter, in a temporary course directory.
+
+generate_assignment → four submissions → autograde → generate_feedback, with the repository's own
+nbgrader_config.py. The submissions:
+
+- ``instructor``: the source notebook itself (solutions in place) — full marks;
+- ``untouched``: the student release as handed out — 0, without crashing;
+- ``partial``: the release with only the first exercise answered — a partial score;
+- ``noisy``: correct answers that also print to stderr and raise warnings — still full marks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted(p.name for p in (ROOT / "course").iterdir() if p.is_dir() and re.match(r"\d\d_", p.name))
+NBGRADER = [sys.executable, "-m", "nbgrader"]
+
+pytestmark = pytest.mark.slow
+
+
+def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    # nbgrader runs the `alembic` command by name: the environment's bin/ must come first on PATH.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run([*NBGRADER, *args], cwd=course, capture_output=True, text=True, timeout=900, env=env)
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def _solution_cells(nb) -> list:
+    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+
+
+def _graded_points(nb) -> dict[str, float]:
+    return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def _with_noise(source: str) -> str:
+    """Add stderr output and a warning at the top of each solution region (they run inside the checks)."""
+    out = []
+    for line in source.splitlines():
+        out.append(line)
+        if "### BEGIN SOLUTION" in line:
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}import sys as _sys, warnings as _warnings")
+            out.append(f"{indent}print('debugging: inside my answer', file=_sys.stderr)")
+            out.append(f"{indent}_warnings.warn('my own leftover warning')")
+    return "\n".join(out)
+
+
+def _first_exercise_cells(nb) -> tuple[str, list[str]]:
+    """The first solution cell's grade_id and the graded cells that follow it up to the next solution."""
+    first, graded = None, []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            if first is not None:
+                break
+            first = meta["grade_id"]
+        elif meta.get("grade") and first is not None:
+            graded.append(meta["grade_id"])
+    return first, graded
+
+
+@pytest.fixture(scope="module", params=CHAPTERS)
+def round_trip(request, tmp_path_factory):
+    chapter = request.param
+    course = tmp_path_factory.mktemp(f"course_{chapter}")
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(ROOT / "course" / chapter, course / "course" / chapter)
+    _nbgrader(course, "generate_assignment", chapter, "--force")
+
+    name = f"{chapter}.ipynb"
+    source = nbformat.read(course / "course" / chapter / name, as_version=4)
+    release = nbformat.read(course / "release" / chapter / name, as_version=4)
+
+    partial = nbformat.from_dict(release)
+    first_id, first_graded = _first_exercise_cells(source)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in _solution_cells(source)}
+    for cell in _solution_cells(partial):
+        if cell.metadata["nbgrader"]["grade_id"] == first_id:
+            cell.source = answers[first_id]
+
+    noisy = nbformat.from_dict(source)
+    for cell in _solution_cells(noisy):
+        cell.source = _with_noise(cell.source)
+
+    for student, nb in {"instructor": source, "untouched": release, "partial": partial, "noisy": noisy}.items():
+        folder = course / "submitted" / student / chapter
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / name)
+
+    _nbgrader(course, "autograde", chapter, "--create")
+    _nbgrader(course, "generate_feedback", chapter)
+
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student in ("instructor", "untouched", "partial", "noisy"):
+            submission = gradebook.find_submission(chapter, student)
+            scores[student] = (submission.score, submission.max_score)
+    return {
+        "chapter": chapter,
+        "course": course,
+        "scores": scores,
+        "points": _graded_points(source),
+        "first_graded": first_graded,
+        "source": source,
+    }
+
+
+def test_instructor_version_scores_full_marks(round_trip):
+    score, max_score = round_trip["scores"]["instructor"]
+    assert max_score == sum(round_trip["points"].values()) > 0
+    assert score == max_score
+
+
+def test_untouched_release_scores_zero(round_trip):
+    assert round_trip["scores"]["untouched"] == (0, round_trip["scores"]["instructor"][1])
+
+
+def test_partial_submission_scores_partially(round_trip):
+    score, max_score = round_trip["scores"]["partial"]
+    expected = sum(round_trip["points"][g] for g in round_trip["first_graded"])
+    assert 0 < score < max_score
+    assert score == expected
+
+
+def test_correct_answer_with_stderr_and_warnings_scores_full_marks(round_trip):
+    score, max_score = round_trip["scores"]["noisy"]
+    assert score == max_score
+    autograded = round_trip["course"] / "autograded" / "noisy" / round_trip["chapter"] / f"{round_trip['chapter']}.ipynb"
+    nb = nbformat.read(autograded, as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    notes = "".join(o.get("text", "") for c in graded for o in c.outputs)
+    assert "wrote to stderr" in notes and "warned" in notes  # reported on stdout instead, not lost silently
+    assert not any(o.get("name") == "stderr" for c in graded for o in c.outputs)
+
+
+def test_feedback_does_not_show_hidden_tests(round_trip):
+    chapter = round_trip["chapter"]
+    hidden_code = []
+    for cell in round_trip["source"].cells:
+        found = re.search(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", cell.source, re.S)
+        if found:
+            hidden_code += [line.strip() for line in found.group(1).splitlines() if line.strip()]
+    assert hidden_code, "every chapter has hidden tests"
+    for student in ("instructor", "untouched", "partial"):
+        html = (round_trip["course"] / "feedback" / student / chapter / f"{chapter}.html").read_text()
+        assert "BEGIN HIDDEN TESTS" not in html
+        for line in hidden_code:
+            # HTML escapes quotes; compare on the words of the call
+            words = re.sub(r"[^\w]+", " ", line).strip()
+            assert words not in re.sub(r"<[^>]+>|&[#\w]+;|[^\w]+", " ", html), f"feedback shows hidden code: {line}"
