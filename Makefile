@@ -1,0 +1,53 @@
+# The two commands a learner needs: `make lab` and `make test`. Both run `make setup` first.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+STAMP := $(VENV)/.setup-done
+# Tools the course runs by name (nbgrader runs `alembic`) come from the course environment.
+export PATH := $(BIN):$(PATH)
+# Keep the test run quiet and offline-safe: no Jupyter/torch phone-home, no hypothesis database noise.
+export PYTHONDONTWRITEBYTECODE := 1
+export MPLBACKEND := Agg
+
+.PHONY: setup lab lab-instructor test test-fast notebooks student-edition clean
+
+## setup: create .venv with the pinned environment and the course installed (editable); a no-op when nothing changed
+setup: $(STAMP)
+
+$(STAMP): requirements.in constraints.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.in -c constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -c "import torch, torchvision, nbgrader, graders, solutions, coursekit"
+	@touch $(STAMP)
+	@echo "setup: .venv is ready"
+
+## lab: build the student edition in workspace/ (new chapters only) and open JupyterLab on it
+lab: setup
+	$(BIN)/python -m coursekit.lab $(LAB_ARGS)
+
+## lab-instructor: open JupyterLab on course/ (solutions and hidden tests included)
+lab-instructor: setup
+	$(BIN)/python -m coursekit.lab --instructor $(LAB_ARGS)
+
+## student-edition: only build workspace/ (what `make lab` does before starting JupyterLab)
+student-edition: setup
+	$(BIN)/python -m coursekit.lab --build-only
+
+## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
+test: setup
+	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+
+## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
+test-fast: setup
+	$(BIN)/python -m pytest tests -m "not slow"
+
+## notebooks: rebuild every chapter notebook from course_src/ and execute it (commit the result)
+notebooks: setup
+	$(BIN)/python -m coursekit.notebooks build
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,144 @@
+"""The chapter notebooks' structure: what nbgrader and the students rely on, for every chapter."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+
+import nbformat
+import pytest
+
+import graders
+from coursekit import notebooks
+
+CHAPTERS = notebooks.chapters()
+
+
+def _load(chapter: str):
+    return nbformat.read(notebooks.notebook_path(chapter), as_version=4)
+
+
+def _nbgrader(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def _check_calls(source: str) -> list[tuple[str, list[str]]]:
+    """The ``check(exercise_id, globals(), *names)`` calls in a graded cell, hidden ones included."""
+    calls = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "check":
+            args = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            calls.append((args[0], args[1:]))
+    return calls
+
+
+def test_every_chapter_has_a_source_and_a_notebook():
+    assert CHAPTERS, "no chapter sources in course_src/"
+    for chapter in CHAPTERS:
+        assert notebooks.notebook_path(chapter).exists(), f"{chapter}: run python -m coursekit.notebooks build {chapter}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_notebook_matches_its_source(chapter):
+    """The committed notebook is exactly its course_src/ source (cells, roles), so neither drifts."""
+    built, committed = notebooks.build(chapter), _load(chapter)
+    assert [c.cell_type for c in committed.cells] == [c.cell_type for c in built.cells]
+    for want, got in zip(built.cells, committed.cells):
+        assert got.source == want.source, f"{chapter}: cell {got.id} differs from course_src; rebuild the notebook"
+        assert got.metadata.get("nbgrader") == want.metadata.get("nbgrader")
+        assert got.metadata.get("tags") == want.metadata.get("tags")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_notebook_was_executed_and_is_clean(chapter):
+    nb = _load(chapter)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), f"{chapter}: not every code cell was executed"
+    for cell in code:
+        for output in cell.outputs:
+            assert output.output_type != "error", f"{chapter}: cell {cell.id} raised when executed"
+            assert output.get("name") != "stderr", f"{chapter}: cell {cell.id} wrote to stderr: {output.get('text', '')[:200]}"
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_chapter_opens_the_same_way(chapter):
+    first_code = next(c for c in _load(chapter).cells if c.cell_type == "code")
+    assert f'device = start_chapter("{chapter}")' in first_code.source
+    assert "from coursekit import start_chapter" in first_code.source
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_graded_cells_only_call_checks(chapter):
+    """A graded cell must raise on failure: it may only call check(...) (which raises), never end on
+    an expression such as a comparison (nbgrader scores a cell that does not raise as passed)."""
+    for cell in _load(chapter).cells:
+        if not _nbgrader(cell).get("grade"):
+            continue
+        assert cell.cell_type == "code" and _nbgrader(cell)["points"] > 0
+        tree = ast.parse(cell.source)
+        assert tree.body, f"{chapter}: graded cell {cell.id} is empty"
+        for statement in tree.body:
+            is_check = isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+                and getattr(statement.value.func, "id", None) == "check"
+            assert is_check, f"{chapter}: graded cell {cell.id} has a statement other than check(...): {ast.unparse(statement)}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_checks_and_points_cover_each_exercise_exactly(chapter):
+    """Every check of every exercise runs in exactly one graded cell; a cell's points are its checks'."""
+    seen: dict[str, list[str]] = {}
+    hidden_exercises, visible_exercises = set(), set()
+    for cell in _load(chapter).cells:
+        if not _nbgrader(cell).get("grade"):
+            continue
+        calls = _check_calls(cell.source)
+        points = 0
+        for exercise_id, names in calls:
+            exercise = graders.core.get_exercise(exercise_id)
+            assert exercise.chapter == chapter
+            assert names, f"{cell.id}: name the checks a cell runs, so partial work earns partial points"
+            seen.setdefault(exercise_id, []).extend(names)
+            points += sum(c.points for c in exercise.select(names))
+            (hidden_exercises if "BEGIN HIDDEN TESTS" in cell.source else visible_exercises).add(exercise_id)
+        assert _nbgrader(cell)["points"] == points, f"{chapter}: {cell.id} is worth {_nbgrader(cell)['points']} but its checks {points}"
+    in_chapter = [e for e in graders.exercises() if e.chapter == chapter]
+    assert in_chapter
+    for exercise in in_chapter:
+        names = seen.get(exercise.id, [])
+        assert sorted(names) == sorted(c.name for c in exercise.checks), f"{exercise.id}: checks run {names}"
+        assert exercise.id in hidden_exercises and exercise.id in visible_exercises, exercise.id
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_cells_delegate_to_the_reference(chapter):
+    """The answer lives once, in solutions/: a solution region may only import it and return it."""
+    module = f"solutions.ch{chapter}"
+    for cell in _load(chapter).cells:
+        if not _nbgrader(cell).get("solution"):
+            continue
+        region = re.search(r"### BEGIN SOLUTION\n(.*?)\n\s*### END SOLUTION", cell.source, re.S)
+        assert region, f"{chapter}: solution cell {cell.id} has no ### BEGIN/END SOLUTION region"
+        imported = set()
+        for statement in ast.parse(textwrap.dedent(region.group(1))).body:
+            if isinstance(statement, ast.ImportFrom):
+                assert statement.module == module, f"{cell.id}: import the answer from {module}"
+                imported |= {alias.asname or alias.name for alias in statement.names}
+            else:
+                assert isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call), \
+                    f"{cell.id}: a solution region only imports from {module} and returns its call"
+                assert getattr(statement.value.func, "id", None) in imported
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_cells_pass_every_check(chapter):
+    """Executing a chapter's solution cells alone defines answers that pass all of its checks."""
+    namespace: dict = {}
+    exec("import torch\nfrom torch import nn", namespace)
+    for cell in _load(chapter).cells:
+        if _nbgrader(cell).get("solution"):
+            exec(cell.source, namespace)
+    for exercise in (e for e in graders.exercises() if e.chapter == chapter):
+        report = graders.check_namespace(exercise.id, namespace, device="cpu")
+        assert report.passed, report.as_text()
