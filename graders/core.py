@@ -24,6 +24,7 @@ import io
 import linecache
 import os
 import random
+import re
 import signal
 import sys
 import threading
@@ -261,7 +262,12 @@ def describe_exception(exc: BaseException, student_files: set[str]) -> str:
     if frame is None:
         return text
     line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
-    where = Path(frame.filename).name if frame.filename in student_files else frame.filename
+    if frame.filename in student_files:
+        where = Path(frame.filename).name
+    elif re.search(r"ipykernel_\d+|<ipython-input", frame.filename):
+        where = "your notebook cell"  # IPython names each cell's code after a temporary file
+    else:
+        where = frame.filename
     return f"{text}\n    at {where}, line {frame.lineno}, in {frame.name}: {line}"
 
 

@@ -77,13 +77,3 @@ def test_catalogue_is_complete(exercise_id):
     bugs = cases("ch01_tensors", "bug_")
     assert sum(p.values[0] == exercise_id for p in correct) >= 2
     assert sum(p.values[0] == exercise_id for p in bugs) >= 5
-
-
-def test_one_check_runs_fast():
-    """Budget: one exercise's checks in well under 2 s (the measured figure is in the README)."""
-    import time
-
-    for exercise_id in EXERCISES:
-        start = time.perf_counter()
-        graders.check_namespace(exercise_id, vars(reference), device="cpu")
-        assert time.perf_counter() - start < 2.0, exercise_id
