@@ -87,3 +87,46 @@ def plot_bars(values: dict[str, float], *, ylabel: str, title: str | None = None
     ax.set(ylabel=ylabel, title=title)
     fig.tight_layout()
     plt.show()
+
+
+def plot_histograms(samples: dict[str, "torch.Tensor"], *, bins: int = 40, title: str | None = None,
+                    xlabel: str = "value"):
+    """One small histogram per named tensor, side by side (e.g. activations captured with hooks)."""
+    n = len(samples)
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.6), squeeze=False, sharey=False)
+    for ax, (name, values) in zip(axes[0], samples.items()):
+        flat = values.detach().float().flatten().cpu()
+        ax.hist(flat.numpy(), bins=bins, color="tab:blue")
+        ax.set_title(f"{name}\nmean {flat.mean():.2f}  std {flat.std():.2f}", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()
+
+
+def show_image_grid(images: "torch.Tensor", labels: Sequence[str] | None = None, *, columns: int = 8,
+                    title: str | None = None):
+    """A grid of images from a batch shaped (N, C, H, W) or (N, H, W), with optional labels."""
+    images = images.detach().cpu()
+    if images.dim() == 4 and images.shape[1] == 1:
+        images = images[:, 0]
+    n = images.shape[0]
+    rows = (n + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(1.3 * columns, 1.5 * rows), squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if k >= n:
+            continue
+        image = images[k]
+        if image.dim() == 3:  # (C, H, W) colour image
+            ax.imshow(image.permute(1, 2, 0).clamp(0, 1).numpy())
+        else:
+            ax.imshow(image.numpy(), cmap="gray")
+        if labels is not None:
+            ax.set_title(str(labels[k]), fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()

@@ -303,7 +303,7 @@ class Submission:
         Use this where the arguments must *not* be copied (for instance a check that passes a tensor
         and then looks at whether the student's result shares its storage).
         """
-        label = _label or getattr(function, "__qualname__", repr(function))
+        label = _label or getattr(function, "__qualname__", None) or type(function).__qualname__
         if threading.current_thread() is not threading.main_thread() and self.timeout:
             return self._run_in_thread(function, args, kwargs, label)
         return self._run_here(function, args, kwargs, label)

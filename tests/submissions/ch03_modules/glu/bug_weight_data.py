@@ -1,0 +1,24 @@
+"""Bug: forward computes with self.weight.data and self.bias.data, so no gradient reaches the Parameters."""
+import math
+
+import torch
+from torch import nn
+
+EXPECT_FAIL = {"gradients_reach_parameters": ".data"}
+
+
+class GLU(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(2 * out_features, in_features))
+        self.bias = nn.Parameter(torch.empty(2 * out_features)) if bias else None
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            nn.init.uniform_(self.bias, -1 / math.sqrt(in_features), 1 / math.sqrt(in_features))
+
+    def forward(self, x):
+        h = x @ self.weight.data.T
+        if self.bias is not None:
+            h = h + self.bias.data
+        a, g = h.chunk(2, dim=-1)
+        return a * torch.sigmoid(g)

@@ -1,0 +1,25 @@
+"""Bug: blends the wrong way round: running = momentum * running + (1 - momentum) * batch."""
+import torch
+from torch import nn
+
+EXPECT_FAIL = {"train_matches_batchnorm": "wrong way round"}
+
+
+class RunningNorm(nn.Module):
+    def __init__(self, num_features, momentum=0.1, eps=1e-5):
+        super().__init__()
+        self.momentum, self.eps = momentum, eps
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+        self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+
+    def forward(self, x):
+        if not self.training:
+            return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+        mean, var = x.mean(0), x.var(0, unbiased=False)
+        with torch.no_grad():
+            self.num_batches_tracked += 1
+            m = 1 / self.num_batches_tracked.item() if self.momentum is None else self.momentum
+            self.running_mean.copy_(m * self.running_mean + (1 - m) * mean)
+            self.running_var.copy_(m * self.running_var + (1 - m) * x.var(0))
+        return (x - mean) / torch.sqrt(var + self.eps)
