@@ -162,8 +162,11 @@ def get_exercise(exercise_id: str) -> Exercise:
     try:
         return REGISTRY[exercise_id]
     except KeyError:
+        from graders import LOAD_ERRORS
+
         known = ", ".join(sorted(REGISTRY))
-        raise UsageError(f"unknown exercise {exercise_id!r}; known exercises: {known}") from None
+        broken = "".join(f"\n(grader module {m} failed to load: {e})" for m, e in LOAD_ERRORS.items())
+        raise UsageError(f"unknown exercise {exercise_id!r}; known exercises: {known}{broken}") from None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -297,13 +300,21 @@ class Submission:
         """Call the student's ``name`` with copies of the arguments, under the time limit."""
         return self.run(self.get(name), *_copy_value(list(args)), **_copy_value(kwargs), _label=name)
 
-    def run(self, function: Callable[..., Any], *args: Any, _label: str | None = None, **kwargs: Any) -> Any:
+    def run(self, function: Callable[..., Any], *args: Any, _label: str | None = None,
+            _timeout: float | None = None, **kwargs: Any) -> Any:
         """Run any student callable (a method, a class) as-is, under the time limit, stderr captured.
 
         Use this where the arguments must *not* be copied (for instance a check that passes a tensor
-        and then looks at whether the student's result shares its storage).
+        and then looks at whether the student's result shares its storage). ``_timeout`` replaces the
+        submission's limit for this one call (a check that needs a tighter or looser bound).
         """
         label = _label or getattr(function, "__qualname__", None) or type(function).__qualname__
+        if _timeout is not None:
+            saved, self.timeout = self.timeout, _timeout
+            try:
+                return self.run(function, *args, _label=label, **kwargs)
+            finally:
+                self.timeout = saved
         if threading.current_thread() is not threading.main_thread() and self.timeout:
             return self._run_in_thread(function, args, kwargs, label)
         return self._run_here(function, args, kwargs, label)

@@ -2,6 +2,10 @@
 
 A runtime watch is used rather than reading the student's source, so a comment or a docstring that
 mentions ``unfold`` is never mistaken for a call, and a call made through an alias is still seen.
+
+Limitation: PyTorch does not carry function modes into the autograd engine, so code run by
+``loss.backward()`` (a custom Function's ``backward``) is not seen; call ``grad_fn.apply(grad)``
+directly inside the watch to observe a backward.
 """
 
 from __future__ import annotations

@@ -165,3 +165,16 @@ def test_student_error_carries_the_original_exception():
     with pytest.raises(StudentCodeError) as info:
         sub.call("f")
     assert isinstance(info.value.exception, ValueError)
+
+
+def test_every_chapter_grader_module_loads():
+    graders.load_all_chapters()
+    assert graders.LOAD_ERRORS == {}
+
+
+def test_per_call_timeout_overrides_the_submission_limit():
+    sub = Submission({"spin": lambda: [None for _ in iter(int, 1)]}, timeout=30)
+    start = time.perf_counter()
+    with pytest.raises(StudentCodeError, match="within 0.3 s"):
+        sub.run(sub.get("spin"), _timeout=0.3)
+    assert time.perf_counter() - start < 5 and sub.timeout == 30

@@ -1,0 +1,18 @@
+"""Bug: returns the sum of each window's micro-batch losses, not their mean."""
+EXPECT_FAIL = {'losses_are_window_means': 'summed'}
+
+
+def train_with_accumulation(model, micro_batches, loss_fn, optimizer, accum_steps):
+    if accum_steps < 1 or len(micro_batches) % accum_steps != 0:
+        raise ValueError("bad accum_steps")
+    losses = []
+    for start in range(0, len(micro_batches), accum_steps):
+        optimizer.zero_grad()
+        total = 0.0
+        for x, y in micro_batches[start:start + accum_steps]:
+            loss = loss_fn(model(x), y)
+            (loss / accum_steps).backward()
+            total += loss.item()
+        optimizer.step()
+        losses.append(total)
+    return losses

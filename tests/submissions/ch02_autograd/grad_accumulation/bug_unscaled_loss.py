@@ -1,0 +1,18 @@
+"""Bug: the micro-batch losses are not divided by accum_steps, so the step uses their summed gradient."""
+EXPECT_FAIL = {'plain_sgd_matches': 'not divided by accum_steps', 'momentum_sgd_matches': 'not divided by accum_steps'}
+
+
+def train_with_accumulation(model, micro_batches, loss_fn, optimizer, accum_steps):
+    if accum_steps < 1 or len(micro_batches) % accum_steps != 0:
+        raise ValueError("bad accum_steps")
+    losses = []
+    for start in range(0, len(micro_batches), accum_steps):
+        optimizer.zero_grad()
+        total = 0.0
+        for x, y in micro_batches[start:start + accum_steps]:
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            total += loss.item()
+        optimizer.step()
+        losses.append(total / accum_steps)
+    return losses
