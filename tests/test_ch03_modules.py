@@ -123,13 +123,3 @@ def test_init_check_is_not_flaky(glu_class):
     for seed in range(300):
         seed_everything(seed)
         checks.init_like_linear(student, torch.device("cpu"))
-
-
-def test_one_check_runs_fast():
-    """Budget: one exercise's checks in well under 2 s on the cpu."""
-    import time
-
-    for exercise_id in EXERCISES:
-        start = time.perf_counter()
-        graders.check_namespace(exercise_id, vars(reference), device="cpu")
-        assert time.perf_counter() - start < 2.0, exercise_id

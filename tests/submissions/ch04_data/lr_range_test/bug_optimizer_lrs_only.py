@@ -1,0 +1,51 @@
+"""Bug: restores each param group's lr but not the optimizer state (momentum / Adam moments)."""
+import copy
+
+import numpy as np
+
+EXPECT_FAIL = {'restores_optimizer': 'optimizer state'}
+
+
+def lr_range_test(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10.0, num_iter=100,
+                  smooth=0.05, diverge_threshold=5.0):
+    if start_lr <= 0 or end_lr <= start_lr or num_iter < 2:
+        raise ValueError("need 0 < start_lr < end_lr and num_iter >= 2")
+    saved_model = copy.deepcopy(model.state_dict())
+    saved_lrs = [group["lr"] for group in optimizer.param_groups]
+    saved_modes = {name: m.training for name, m in model.named_modules()}
+    model.train()
+    lrs, losses = [], []
+    it = iter(loader)
+    for i in range(num_iter):
+        lr = start_lr * (end_lr / start_lr) ** (i / (num_iter - 1))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        try:
+            x, y = next(it)
+        except StopIteration:
+            it = iter(loader)
+            x, y = next(it)
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        value = loss.item()
+        s = value if i == 0 else smooth * value + (1 - smooth) * losses[-1]
+        lrs.append(lr)
+        losses.append(s)
+        if s > diverge_threshold * min(losses):
+            break
+    model.load_state_dict(saved_model)
+    for group, lr in zip(optimizer.param_groups, saved_lrs):
+        group["lr"] = lr
+    for name, m in model.named_modules():
+        m.training = saved_modes[name]
+    return lrs, losses
+
+
+def suggest_lr(lrs, losses, *, skip_start=10, skip_end=5):
+    end = len(losses) - skip_end
+    kept = np.asarray(losses[skip_start:end], dtype=float)
+    if len(kept) < 2:
+        raise ValueError("fewer than 2 points after trimming")
+    return float(lrs[skip_start + int(np.argmin(np.gradient(kept)))])
