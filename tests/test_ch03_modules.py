@@ -11,13 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-import graders
 from graders import ch03_modules as checks
 from graders.core import Submission, seed_everything
 from solutions import ch03_modules as reference
-from tests.submissions import assert_verdict, cases
-
-EXERCISES = ["glu", "running_norm"]
 
 
 # -- the references agree with PyTorch (hypothesis makes odd sizes and settings the normal case) -----
@@ -79,30 +75,6 @@ def test_reference_running_norm_buffers_are_clean():
     assert x.grad is not None and list(module.parameters()) == []
     assert all(b.grad_fn is None and not b.requires_grad for b in module.buffers())
     assert sorted(module.state_dict()) == ["num_batches_tracked", "running_mean", "running_var"]
-
-
-# -- every reference passes every check on every device -------------------------------------------
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_reference_passes(exercise_id, device):
-    report = graders.check_namespace(exercise_id, vars(reference), device=device)
-    assert report.passed, report.as_text()
-    assert report.score == report.max_score > 0
-    assert report.notes == [], report.notes  # nothing reached stderr, no warnings
-
-
-# -- differently written correct solutions pass; each catalogued bug is rejected, by name ---------
-@pytest.mark.parametrize("exercise_id, path", cases("ch03_modules"))
-def test_submission_verdict(exercise_id, path, device):
-    assert_verdict(exercise_id, path, device)
-
-
-@pytest.mark.parametrize("exercise_id", EXERCISES)
-def test_catalogue_is_complete(exercise_id):
-    """At least two correct alternatives and six bugs per exercise."""
-    correct = cases("ch03_modules", "correct_")
-    bugs = cases("ch03_modules", "bug_")
-    assert sum(p.values[0] == exercise_id for p in correct) >= 2
-    assert sum(p.values[0] == exercise_id for p in bugs) >= 6
 
 
 # -- the statistical init check never rejects a correct initialisation ----------------------------

@@ -1,0 +1,44 @@
+"""Every exercise of every chapter: the reference passes on every device, each differently written
+correct solution passes, and each catalogued student bug is rejected with the message that names it.
+
+The fixtures live in tests/submissions/<chapter>/<exercise>/ (see tests/submissions.py); the
+chapter test files hold what is particular to a chapter (property tests of its references).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import graders
+from tests.submissions import ROOT, assert_verdict, cases
+
+EXERCISES = graders.exercises()
+CHAPTER_MODULES = sorted({f"ch{e.chapter}" for e in EXERCISES})
+# The issues ask for at least five plausible bugs per exercise in chapter 01, six from chapter 02 on.
+MIN_BUGS = {"01_tensors": 5}
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_reference_passes(exercise, device):
+    reference = importlib.import_module(f"solutions.ch{exercise.chapter}")
+    report = graders.check_namespace(exercise.id, vars(reference), device=device)
+    assert report.passed, report.as_text()
+    assert report.score == report.max_score > 0
+    assert not report.notes, f"the reference wrote to stderr or warned: {report.notes}"
+
+
+@pytest.mark.parametrize("exercise_id, path", [c for m in CHAPTER_MODULES for c in cases(m)])
+def test_submission_verdict(exercise_id, path, device):
+    assert_verdict(exercise_id, path, device)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_catalogue_is_complete(exercise):
+    """At least two differently written correct solutions and the required number of bugs."""
+    folder = ROOT / f"ch{exercise.chapter}" / exercise.id
+    correct = list(folder.glob("correct_*.py"))
+    bugs = list(folder.glob("bug_*.py"))
+    assert len(correct) >= 2, f"{exercise.id}: {len(correct)} correct alternatives"
+    assert len(bugs) >= MIN_BUGS.get(exercise.chapter, 6), f"{exercise.id}: {len(bugs)} bugs"
