@@ -90,10 +90,13 @@ def plot_bars(values: dict[str, float], *, ylabel: str, title: str | None = None
 
 
 def plot_histograms(samples: dict[str, "torch.Tensor"], *, bins: int = 40, title: str | None = None,
-                    xlabel: str = "value"):
-    """One small histogram per named tensor, side by side (e.g. activations captured with hooks)."""
+                    xlabel: str = "value", sharex: bool = False):
+    """One small histogram per named tensor, side by side (e.g. activations captured with hooks).
+
+    ``sharex=True`` puts every panel on one x-axis, so a spread that shrinks or grows is seen as such.
+    """
     n = len(samples)
-    fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.6), squeeze=False, sharey=False)
+    fig, axes = plt.subplots(1, n, figsize=(2.6 * n, 2.6), squeeze=False, sharey=False, sharex=sharex)
     for ax, (name, values) in zip(axes[0], samples.items()):
         flat = values.detach().float().flatten().cpu()
         ax.hist(flat.numpy(), bins=bins, color="tab:blue")
