@@ -7,9 +7,8 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.setup-done
 # Tools the course runs by name (nbgrader runs `alembic`) come from the course environment.
 export PATH := $(BIN):$(PATH)
-# Keep the test run quiet and offline-safe: no Jupyter/torch phone-home, no hypothesis database noise.
+# Byte-code caches stay out of the tree.
 export PYTHONDONTWRITEBYTECODE := 1
-export MPLBACKEND := Agg
 
 .PHONY: setup lab lab-instructor test test-fast notebooks student-edition clean
 
