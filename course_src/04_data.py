@@ -1,0 +1,1184 @@
+# %% [markdown]
+# # 04 · Datasets and DataLoader
+#
+# A training loop sees data only through one line — `for inputs, targets in loader:` — and that line
+# hides a small machine: something decides the order of the items, something fetches each item and
+# turns it into tensors, something glues items into a batch, and possibly several extra processes do
+# all of it in parallel. When a part of that machine is wrong, nothing crashes: the model trains on
+# duplicated items, on a data order you can never reproduce, or on images in the wrong range, and the
+# only symptom is a worse curve.
+#
+# **In this chapter** you will
+# 1. write a map-style dataset (`__len__` and `__getitem__`), use `TensorDataset`, and meet iterable datasets;
+# 2. load real images through torchvision — FashionMNIST, or an offline stand-in the notebook draws
+#    itself — transform them with `transforms.v2` and look at a batch;
+# 3. follow an index from the sampler to the batch: samplers, batch samplers, default collation,
+#    `drop_last`, and the collation error that variable-length data causes;
+# 4. load in worker processes: what each worker gets, items duplicated by an iterable dataset, and
+#    shuffling and random augmentation made reproducible;
+# 5. measure loader throughput against `num_workers` on this machine, and see what `prefetch_factor`,
+#    `persistent_workers` and `pin_memory` do;
+# 6. push one batch through the whole pipeline before a long run;
+# 7. learn the learning-rate range test;
+# 8. write three graded exercises: `pad_collate`, `range_stream` and `lr_range_test`.
+
+# %%
+import collections
+import contextlib
+import copy
+import functools
+import io
+import math
+import multiprocessing
+import os
+import random
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image, ImageDraw
+from torch import nn
+from torch.nn.utils.rnn import pad_sequence
+from torch.utils.data import (BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler,
+                              SequentialSampler, TensorDataset, WeightedRandomSampler, default_collate,
+                              get_worker_info, random_split)
+from torchvision import datasets
+from torchvision.transforms import v2
+
+from coursekit import start_chapter, seed_everything
+from coursekit.plots import plot_bars, plot_curves, show_image_grid
+from graders import check
+
+device = start_chapter("04_data")
+
+# %% [markdown]
+# ## 1. Datasets
+#
+# ### Map-style: `__len__` and `__getitem__`
+#
+# A **map-style** dataset is anything that can say how many items it has and hand over item `i`:
+# `len(dataset)` and `dataset[i]`. That is the whole contract. The `DataLoader` never looks inside:
+# it picks indices, asks for those items, and glues them together. Subclassing
+# `torch.utils.data.Dataset` documents the intent (and adds `dataset_a + dataset_b`), but even a plain
+# Python list qualifies.
+#
+# Below, 2-D points labelled 1 inside the unit circle and 0 outside. The random numbers are drawn once,
+# on the CPU, from a seeded generator: datasets live on the CPU, and batches move to the device later.
+
+# %%
+class Circles(Dataset):
+    """n points in the square [-2, 2]²; label 1 inside the unit circle, 0 outside."""
+
+    def __init__(self, n, seed=0):
+        generator = torch.Generator().manual_seed(seed)
+        self.points = torch.rand(n, 2, generator=generator) * 4 - 2
+        self.labels = (self.points.norm(dim=1) < 1).long()
+
+    def __len__(self):
+        return len(self.points)
+
+    def __getitem__(self, i):
+        return self.points[i], int(self.labels[i])  # one item: (a tensor, a Python int)
+
+
+circles = Circles(10)
+print("len(circles) =", len(circles))
+print("circles[3]   =", circles[3])
+for points, labels in DataLoader(circles, batch_size=4):
+    print(f"batch: points {tuple(points.shape)} {points.dtype} | labels {labels.tolist()} ({labels.dtype})")
+
+# %% [markdown]
+# Three things to notice: each item was a `(tensor, int)` pair, and each batch is a pair too — the
+# points stacked into one `(4, 2)` tensor, the ints turned into one int64 tensor. And 10 items in
+# batches of 4 leave a last batch of 2 (section 3 comes back to that).
+#
+# When the data already sits in tensors, `TensorDataset` is the whole class above in one line: item
+# `i` is the tuple of row `i` of every tensor. It checks that the tensors agree on their first dim —
+# a cheap guard against features and labels that do not belong together.
+
+# %%
+pairs = TensorDataset(circles.points, circles.labels)
+print("pairs[3] =", pairs[3])
+try:
+    TensorDataset(circles.points, circles.labels[:-1])
+except AssertionError as error:
+    print("AssertionError:", error)
+
+# %% [markdown]
+# ### Iterable datasets: a stream
+#
+# Some data has no "item `i`": lines read from a huge file, records from a database cursor, samples
+# generated on the fly. An `IterableDataset` only defines `__iter__` and hands its items over one after
+# another. The `DataLoader` then cannot choose the order — there is nothing to index — so it refuses
+# `shuffle=True`, and `len()` is not defined unless you write `__len__` yourself.
+
+# %%
+LINES = [f"log line {k}" for k in range(7)]
+
+
+class LineStream(IterableDataset):
+    """The lines of a text, one after the other (think: a file too big to index)."""
+
+    def __init__(self, lines):
+        self.lines = lines
+
+    def __iter__(self):
+        yield from self.lines
+
+
+stream = LineStream(LINES)
+for batch in DataLoader(stream, batch_size=3):
+    print(batch)
+try:
+    len(stream)
+except TypeError as error:
+    print("len(stream) -> TypeError:", error)
+try:
+    DataLoader(stream, shuffle=True)
+except ValueError as error:
+    print("shuffle=True -> ValueError:", str(error).split(",")[0])
+
+# %% [markdown]
+# Strings collate into a plain list (there is no string tensor). Choosing between the two kinds:
+#
+# | | map-style (`Dataset`) | iterable (`IterableDataset`) |
+# |---|---|---|
+# | defines | `__len__`, `__getitem__(i)` | `__iter__` |
+# | random access, `shuffle=True`, samplers | yes | no: the stream's order, or shuffle it yourself |
+# | with worker processes | the loader shares out the *indices* | every worker runs `__iter__` on its own copy — section 4 |
+# | fits | files on disk, tensors in memory | streams, shards, data generated on the fly |
+
+# %% [markdown]
+# ## 2. Real images through torchvision
+#
+# ### Transforms
+#
+# torchvision's datasets return what is stored — a PIL image, a class index — and run a `transform`
+# on the image on its way out. `torchvision.transforms.v2` builds that function from steps:
+#
+# * `v2.ToImage()` turns a PIL image (or a NumPy array) into a `(C, H, W)` **uint8** tensor;
+# * `v2.ToDtype(torch.float32, scale=True)` makes it float **and** divides by 255, so pixels lie in
+#   `[0, 1]` (without `scale=True` you get floats from 0 to 255);
+# * `v2.Grayscale(1)` makes one channel, whatever the file held;
+# * random augmentations (`v2.RandomAffine`, `v2.RandomHorizontalFlip`, ...) draw new random numbers on
+#   every call, so each epoch sees slightly different images.
+
+# %%
+to_float = v2.Compose([v2.ToImage(), v2.Grayscale(1), v2.ToDtype(torch.float32, scale=True)])
+augment = v2.Compose([v2.ToImage(), v2.Grayscale(1),
+                      v2.RandomAffine(degrees=20, translate=(0.1, 0.1), scale=(0.8, 1.1)),
+                      v2.ToDtype(torch.float32, scale=True)])
+
+# %% [markdown]
+# ### FashionMNIST, or an offline stand-in
+#
+# FashionMNIST is 70,000 grey 28×28 pictures of clothes in 10 classes. torchvision fetches it with one
+# argument, `download=True`, into a folder of your choice (about 30 MB). This notebook must also run
+# with no network — in the course's tests, on a train — so it decides where its images come from:
+#
+# 1. a FashionMNIST copy already on disk under `COURSE_DATA` (default `~/.cache/pytorch-course/data`)
+#    is used as it is: `download=False` only reads the folder, it never touches the network;
+# 2. otherwise, **if downloading is allowed**, it downloads. Downloading is off unless you set the
+#    environment variable `COURSE_ALLOW_DOWNLOAD=1` before starting JupyterLab, or change
+#    `ALLOW_DOWNLOAD` to `True` in the cell below. The copy then stays on disk for next time;
+# 3. otherwise — or if the download fails — it draws its own data set: small grey shapes (circles,
+#    squares, rings, ...), written as PNG files into a temporary folder and read back with
+#    `ImageFolder`, torchvision's dataset for "one folder per class" image collections.
+#
+# The rest of the chapter works with either. (With FashionMNIST the printed numbers below differ from
+# the ones shown here, which were made with the stand-in.)
+#
+# First the stand-in's drawing code. `ImageFolder(root)` expects `root/<class name>/<any name>.png`; it
+# sorts the folder names, and a class's index is its position in that sorted list.
+
+# %%
+SHAPES = ["circle", "square", "triangle", "cross", "ring", "stripes"]
+
+
+def draw_shape(kind, rng):
+    """One 28×28 grey image of a shape of the given kind, at a random place, size and brightness."""
+    image = Image.new("L", (28, 28), 0)
+    pen = ImageDraw.Draw(image)
+    x, y, r = rng.uniform(10, 18), rng.uniform(10, 18), rng.uniform(5, 9)
+    ink = rng.randint(140, 255)
+    if kind == "circle":
+        pen.ellipse([x - r, y - r, x + r, y + r], fill=ink)
+    elif kind == "square":
+        pen.rectangle([x - r, y - r, x + r, y + r], fill=ink)
+    elif kind == "triangle":
+        pen.polygon([(x, y - r), (x - r, y + r), (x + r, y + r)], fill=ink)
+    elif kind == "cross":
+        pen.line([x - r, y, x + r, y], fill=ink, width=3)
+        pen.line([x, y - r, x, y + r], fill=ink, width=3)
+    elif kind == "ring":
+        pen.ellipse([x - r, y - r, x + r, y + r], outline=ink, width=2)
+    else:  # stripes
+        for row in range(int(y - r), int(y + r), 4):
+            pen.line([x - r, row, x + r, row], fill=ink, width=2)
+    return image
+
+
+def draw_shapes(root, per_class, seed=0):
+    """Write per_class PNG files for every shape into root/<shape>/, the layout ImageFolder reads."""
+    rng = random.Random(seed)
+    for kind in SHAPES:
+        (root / kind).mkdir(parents=True, exist_ok=True)
+        for k in range(per_class):
+            draw_shape(kind, rng).save(root / kind / f"{k:03d}.png")
+
+# %% [markdown]
+# And the choice. `image_dataset(transform=...)` builds the chosen dataset with a given transform; the
+# chapter calls it several times with different transforms.
+
+# %%
+DATA_ROOT = Path(os.environ.get("COURSE_DATA", "~/.cache/pytorch-course/data")).expanduser()
+ALLOW_DOWNLOAD = os.environ.get("COURSE_ALLOW_DOWNLOAD") == "1"   # online? you may set this to True
+
+image_dataset = None
+try:
+    datasets.FashionMNIST(DATA_ROOT, train=True, download=False)   # only looks on disk
+    image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
+    source = "FashionMNIST (a copy on disk)"
+except RuntimeError:                                                # "Dataset not found"
+    if ALLOW_DOWNLOAD:
+        print(f"downloading FashionMNIST into {DATA_ROOT} ...")
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):          # its progress bar writes to stderr
+                datasets.FashionMNIST(DATA_ROOT, train=True, download=True)
+            image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
+            source = "FashionMNIST (downloaded)"
+        except Exception as error:                                   # no network, proxy, full disk, ...
+            print(f"the download failed ({type(error).__name__}); using the offline stand-in")
+
+if image_dataset is None:
+    scratch = tempfile.TemporaryDirectory(prefix="course-04-")      # removed when the kernel stops
+    shapes_root = Path(scratch.name) / "shapes"
+    draw_shapes(shapes_root, per_class=100)
+    image_dataset = functools.partial(datasets.ImageFolder, shapes_root)
+    source = "generated shapes, read with ImageFolder (offline stand-in: FashionMNIST was not loaded)"
+
+images_plain = image_dataset(transform=to_float)
+classes = images_plain.classes
+print(f"data source: {source}")
+print(f"{len(images_plain)} images, {len(classes)} classes: {', '.join(classes)}")
+image, label = images_plain[0]
+print(f"one item: image {tuple(image.shape)} {image.dtype} in [{image.min():.1f}, {image.max():.1f}], label {label} ({classes[label]})")
+
+# %% [markdown]
+# ### Look at a batch
+#
+# Before anything else, look at what the loader really delivers: one shuffled batch, drawn as a grid,
+# each picture titled with its label. Wrong labels, black images, or everything the same class are
+# visible here in a second.
+
+# %%
+look = DataLoader(images_plain, batch_size=16, shuffle=True, generator=torch.Generator().manual_seed(0))
+images, labels = next(iter(look))
+print("images", tuple(images.shape), images.dtype, "| labels", labels.tolist())
+show_image_grid(images, [classes[k] for k in labels], columns=8, title="one shuffled batch")
+
+# %% [markdown]
+# And what augmentation does: the same picture through `augment` eight times. Each call draws a new
+# rotation, shift and scale.
+
+# %%
+images_augmented = image_dataset(transform=augment)
+torch.manual_seed(0)
+views = torch.stack([images_augmented[0][0] for _ in range(8)])
+show_image_grid(views, columns=8, title=f"item 0 ({classes[images_augmented[0][1]]}) through augment, 8 times")
+
+# %% [markdown]
+# ## 3. From indices to batches
+#
+# For a map-style dataset the `DataLoader` is a pipeline of small parts, each of which you can replace:
+#
+# 1. a **sampler** yields indices, one at a time — `SequentialSampler` (0, 1, 2, ...) or, with
+#    `shuffle=True`, `RandomSampler`;
+# 2. a **batch sampler** groups them into lists of `batch_size` indices (`BatchSampler`);
+# 3. the dataset is asked for each index of a list, `dataset[i]`;
+# 4. a **collate function** turns the list of items into one batch (`default_collate` unless you pass
+#    `collate_fn=`).
+
+# %%
+ten = list(range(10))
+print("SequentialSampler:          ", list(SequentialSampler(ten)))
+print("RandomSampler:              ", list(RandomSampler(ten, generator=torch.Generator().manual_seed(0))))
+print("BatchSampler(size 4):       ", list(BatchSampler(SequentialSampler(ten), batch_size=4, drop_last=False)))
+print("BatchSampler, drop_last=True:", list(BatchSampler(SequentialSampler(ten), batch_size=4, drop_last=True)))
+loader = DataLoader(ten, batch_size=4, shuffle=True)
+print("DataLoader(shuffle=True) built a", type(loader.sampler).__name__, "inside a", type(loader.batch_sampler).__name__)
+print("len(loader):", len(loader), "batches; with drop_last=True:", len(DataLoader(ten, batch_size=4, drop_last=True)))
+
+# %% [markdown]
+# `drop_last=True` throws the short last batch away. Use it when a short batch hurts: BatchNorm on a
+# batch of one, a loss averaged per batch that over-weights the few leftover items, or code that
+# assumes a fixed batch size. For evaluation keep it off — every item should count.
+#
+# ### Samplers change what an epoch contains
+#
+# A sampler can do more than shuffle. `WeightedRandomSampler` draws indices with chosen probabilities
+# (with replacement). With a rare class, weighting each item by 1 / (its class's count) makes batches
+# balanced on average:
+
+# %%
+rare = torch.tensor([0] * 90 + [1] * 10)                     # 90 % of class 0, 10 % of class 1
+weights = 1.0 / torch.bincount(rare)[rare]                   # each item: 1 / (size of its class)
+uniform = list(RandomSampler(rare, generator=torch.Generator().manual_seed(0)))
+weighted = list(WeightedRandomSampler(weights, num_samples=len(rare), generator=torch.Generator().manual_seed(0)))
+print("labels seen in one epoch, RandomSampler:        ", torch.bincount(rare[uniform]).tolist())
+print("labels seen in one epoch, WeightedRandomSampler:", torch.bincount(rare[weighted]).tolist())
+print("distinct items drawn by the weighted sampler:", len(set(weighted)), "of", len(rare))
+
+# %% [markdown]
+# The price shows in the last line: drawing with replacement repeats some items and skips others in
+# each epoch.
+#
+# ### Default collation
+#
+# `default_collate` works recursively on the *structure* of the first item: tensors are stacked along
+# a new first dim, Python numbers become a tensor, NumPy arrays become tensors, tuples and dicts keep
+# their shape with each field collated, strings stay a list.
+
+# %%
+items = [
+    {"pixels": torch.zeros(2, 3), "label": 1, "weight": 0.5, "mask": np.ones(3), "name": "a"},
+    {"pixels": torch.ones(2, 3), "label": 0, "weight": 2.0, "mask": np.zeros(3), "name": "b"},
+]
+batch = default_collate(items)
+for key, value in batch.items():
+    shown = f"tensor {tuple(value.shape)} {value.dtype}" if isinstance(value, torch.Tensor) else repr(value)
+    print(f"{key:7s} -> {shown}")
+
+# %% [markdown]
+# Note the `mask`: NumPy's default float64 survives collation, so that field reaches the model as
+# float64 — one of the dtype traps of chapter 01, now arriving through the loader.
+#
+# ### Trap: items whose shapes differ do not collate
+#
+# Stacking needs every tensor to have the same shape. Sentences, audio clips and molecules do not: a
+# dataset of token sequences of different lengths breaks the loader at the first batch.
+
+# %%
+token_generator = torch.Generator().manual_seed(0)
+seq_lengths = torch.randint(1, 41, (256,), generator=token_generator).tolist()
+sequences = [torch.randint(1, 100, (n,), generator=token_generator) for n in seq_lengths]
+print("first lengths:", seq_lengths[:6])
+try:
+    next(iter(DataLoader(sequences, batch_size=4)))
+except RuntimeError as error:
+    print("RuntimeError:", str(error).splitlines()[0])
+
+# %% [markdown]
+# The cure is a `collate_fn` that makes the shapes equal before stacking: **pad** every sequence with a
+# filler value up to the longest one in the batch. `torch.nn.utils.rnn.pad_sequence` does the padding;
+# here is the idea on bare sequences:
+
+# %%
+def pad_only(batch):
+    """Right-pad a list of 1-D tensors with 0 into one (B, longest) tensor."""
+    return pad_sequence(batch, batch_first=True, padding_value=0)
+
+
+padded = next(iter(DataLoader(sequences, batch_size=4, collate_fn=pad_only)))
+print("padded batch", tuple(padded.shape))
+print(padded[:, :12])
+
+# %% [markdown]
+# Padding alone loses information: in the padded batch you cannot tell a real token 0 from padding, and
+# the model has to know where each sequence ends (for masks, or `pack_padded_sequence`). A real
+# collate function therefore also returns each sequence's true length, and keeps the labels — that
+# is Exercise 1, `pad_collate`.
+#
+# ### A batch sampler that saves padding
+#
+# Every padded slot is computation spent on nothing. A **batch sampler** decides which indices share a
+# batch, so it can put sequences of similar length together: sort the indices by length, cut them into
+# batches, and shuffle the *order of the batches* so that the epoch is still random. A batch sampler is
+# any iterable of lists of indices; pass it as `batch_sampler=` (it replaces `batch_size`, `shuffle`,
+# `sampler` and `drop_last`).
+
+# %%
+class BucketBatchSampler:
+    """Batches of indices with similar lengths, the batches in a random order each epoch."""
+
+    def __init__(self, lengths, batch_size, generator):
+        self.lengths, self.batch_size, self.generator = lengths, batch_size, generator
+
+    def __iter__(self):
+        by_length = sorted(range(len(self.lengths)), key=self.lengths.__getitem__)
+        batches = [by_length[k:k + self.batch_size] for k in range(0, len(by_length), self.batch_size)]
+        for b in torch.randperm(len(batches), generator=self.generator).tolist():
+            yield batches[b]
+
+    def __len__(self):
+        return math.ceil(len(self.lengths) / self.batch_size)
+
+
+def padding_share(loader):
+    """The fraction of all padded slots in an epoch that hold padding instead of tokens."""
+    slots = tokens = 0
+    for batch in loader:
+        slots += batch.numel()
+        tokens += (batch != 0).sum().item()
+    return 1 - tokens / slots
+
+
+random_batches = DataLoader(sequences, batch_size=16, shuffle=True, collate_fn=pad_only,
+                            generator=torch.Generator().manual_seed(0))
+bucketed = DataLoader(sequences, batch_sampler=BucketBatchSampler(seq_lengths, 16, torch.Generator().manual_seed(0)),
+                      collate_fn=pad_only)
+shares = {"random batches": 100 * padding_share(random_batches), "length buckets": 100 * padding_share(bucketed)}
+for name, share in shares.items():
+    print(f"{name:15s}: {share:4.1f} % of the padded batch is padding")
+plot_bars(shares, ylabel="% of slots that are padding", title="the same 256 sequences, batches of 16", fmt="{:.1f} %")
+
+# %% [markdown]
+# (Counting `batch != 0` works here only because these tokens start at 1 — exactly the assumption a
+# real collate function must not make.)
+#
+# ## 4. Worker processes
+#
+# With `num_workers=0` the main process does everything: while it loads a batch, the model waits.
+# With `num_workers=k` the `DataLoader` starts `k` **worker processes** at the start of each epoch
+# (`iter(loader)`). Each worker gets **its own copy of the dataset** (on Linux by `fork`, a copy of the
+# whole process). The main process sends each worker lists of indices in turn — batch 0 to worker 0,
+# batch 1 to worker 1, and so on — the workers load and collate, and the main process hands the
+# batches over **in the original order**.
+#
+# Inside a worker, `torch.utils.data.get_worker_info()` says who you are: `id`, `num_workers`, `seed`
+# (this worker's random seed) and `dataset` (this worker's copy). In the main process it returns
+# `None`.
+#
+# (Every loader in this section uses at most 2 workers. On a machine with fewer cores PyTorch would warn
+# about that, and a warning writes to stderr, so that one notice is silenced here.)
+
+# %%
+warnings.filterwarnings("ignore", message="This DataLoader will create")
+
+
+class WhoLoads(Dataset):
+    """Item i is (i, which process loaded it: the worker id, or -1 for the main process)."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        return i, (-1 if info is None else info.id)
+
+
+print("in the main process get_worker_info() returns", get_worker_info())
+for workers in (0, 2):
+    print(f"num_workers={workers}:")
+    for indices, loaded_by in DataLoader(WhoLoads(), batch_size=3, num_workers=workers):
+        print(f"   batch {indices.tolist()} loaded by {'the main process' if loaded_by[0] < 0 else f'worker {loaded_by[0].item()}'}")
+
+# %% [markdown]
+# ### Workers get copies: what they change stays with them
+#
+# Because each worker works on a copy, anything a dataset records while loading — a counter, a cache of
+# decoded files — stays inside the worker and disappears when the epoch's workers stop.
+
+# %%
+class CountingDataset(Dataset):
+    """Counts how many items it has been asked for."""
+
+    def __init__(self, n):
+        self.n, self.loads = n, 0
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        self.loads += 1
+        return i
+
+
+counting = CountingDataset(12)
+for workers in (0, 2):
+    counting.loads = 0
+    list(DataLoader(counting, batch_size=4, num_workers=workers))
+    print(f"num_workers={workers}: 12 items loaded, the dataset in the main process counted {counting.loads}")
+
+# %% [markdown]
+# ### Trap: an iterable dataset duplicates its items across workers
+#
+# With a map-style dataset the main process shares out the indices, so each item is loaded once.
+# With an iterable dataset there are no indices to share: the loader simply calls `__iter__` on every
+# worker's copy. A stream that ignores which worker runs it therefore comes out **once per worker**.
+
+# %%
+class TaggedLineStream(LineStream):
+    """LineStream, each line tagged with the worker that yielded it."""
+
+    def __iter__(self):
+        info = get_worker_info()
+        for line in self.lines:
+            yield line, (-1 if info is None else info.id)
+
+
+for workers in (0, 2):
+    received = [(line, who.item()) for lines, whos in DataLoader(TaggedLineStream(LINES), batch_size=4, num_workers=workers)
+                for line, who in zip(lines, whos)]
+    counts = collections.Counter(line for line, _ in received)
+    print(f"num_workers={workers}: {len(LINES)} lines in the stream, {len(received)} received, "
+          f"times each line came: {sorted(set(counts.values()))}, from workers {sorted({w for _, w in received})}")
+
+# %% [markdown]
+# Nothing fails, the epoch is simply twice as long, with every item twice — and with 8 workers eight
+# times. (The `len(LINES)` we know; a real stream does not tell you.) The cure is to **shard**: inside
+# `__iter__`, ask `get_worker_info()` which worker is running and how many there are, and yield only
+# that worker's share, so that the shares together cover the stream exactly once. It must happen in
+# `__iter__`, the only method that runs *in the worker*; `__init__` ran once, in the main process, before
+# any worker existed. (torch's documentation shows a second way: a `worker_init_fn` that reaches the
+# worker's copy through `get_worker_info().dataset` and narrows it.) Exercise 2, `RangeStream`, asks
+# you to write a stream that shards itself.
+#
+# ### Trap: shuffling that does not reproduce
+#
+# A shuffled loader draws its order from a random generator: by default from torch's **global** one,
+# the one `torch.manual_seed` seeds. So do the worker seeds (each epoch, the loader draws a `base_seed`
+# and worker `k` gets `base_seed + k`), and so every random augmentation in the workers depends on it.
+# But the global generator is shared with everything else — initialising a layer, dropout, any
+# `torch.rand` — so one extra line of model code before the loader changes the data order and every
+# augmentation, although the seed is the same.
+#
+# Below, item `i` is `i` plus a small random jitter drawn in the worker (as an augmentation would be).
+# "Run 2" is the same code with one layer created first.
+
+# %%
+class Jittered(Dataset):
+    """Item i is i + a random number in [0, 0.5), drawn from torch's generator where the item is loaded."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return round(i + 0.5 * torch.rand(()).item(), 2)
+
+
+def two_epochs(make_loader, extra_layer):
+    torch.manual_seed(0)
+    if extra_layer:
+        nn.Linear(4, 4)                   # draws random numbers from the global generator
+    loader = make_loader()
+    return [[x for batch in loader for x in batch.tolist()] for _ in range(2)]
+
+
+def unseeded():
+    return DataLoader(Jittered(), batch_size=4, shuffle=True, num_workers=2)
+
+
+runs = [two_epochs(unseeded, extra_layer) for extra_layer in (False, True)]
+for run, (epoch_1, epoch_2) in zip(("run 1", "run 2"), runs):
+    print(f"{run}, epoch 1: {epoch_1}\n{run}, epoch 2: {epoch_2}")
+print("same data in both runs:", runs[0] == runs[1])
+
+# %% [markdown]
+# The fix is to give the loader **its own generator**, seeded once: the order and the workers'
+# `base_seed` then come from it alone, whatever else draws random numbers. Each epoch still differs from
+# the last (the generator moves on) — and the whole sequence of epochs repeats exactly.
+
+# %%
+def seeded():
+    return DataLoader(Jittered(), batch_size=4, shuffle=True, num_workers=2,
+                      generator=torch.Generator().manual_seed(0))
+
+
+runs = [two_epochs(seeded, extra_layer) for extra_layer in (False, True)]
+for run, (epoch_1, epoch_2) in zip(("run 1", "run 2"), runs):
+    print(f"{run}, epoch 1: {epoch_1}\n{run}, epoch 2: {epoch_2}")
+print("same data in both runs:", runs[0] == runs[1])
+
+# %% [markdown]
+# ### Trap: a random generator inside the dataset is copied into every worker
+#
+# What a worker seeds: when it starts, PyTorch seeds `torch`, Python's `random` and NumPy's *global*
+# generator with seeds derived from `base_seed + id`, so code that uses those draws different numbers in
+# each worker. What it cannot reach: a generator object that **your dataset owns** — for instance
+# `np.random.default_rng(seed)` created in `__init__`, a common way to make augmentation repeatable.
+# Every worker gets a copy of that object in the same state, so every worker draws the **same**
+# numbers.
+
+# %%
+class OwnNoise(Dataset):
+    """Item i is a noise value from the dataset's own NumPy generator."""
+
+    def __init__(self, seed=0):
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return round(float(self.rng.normal()), 3)
+
+
+def noise_by_worker(**loader_options):
+    batches = list(DataLoader(OwnNoise(), batch_size=4, num_workers=2, **loader_options))
+    for worker, batch in enumerate(batches):
+        print(f"   batch {worker} (worker {worker}): {batch.tolist()}")
+    return batches
+
+
+print("num_workers=0, for comparison:", next(iter(DataLoader(OwnNoise(), batch_size=8))).tolist())
+print("num_workers=2:")
+batches = noise_by_worker()
+print("the two workers drew identical noise:", torch.equal(batches[0], batches[1]))
+
+# %% [markdown]
+# The place to fix it is a `worker_init_fn`: the loader calls it once in each worker, after the worker
+# has been seeded and before it loads anything. There, `get_worker_info()` gives the worker's copy of
+# the dataset and a seed that differs between workers and follows the loader's generator — so
+# re-seeding from it gives different numbers per worker that still repeat run after run.
+
+# %%
+def reseed_own_generator(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed)   # this worker's copy, this worker's seed
+
+
+print("with worker_init_fn and a seeded generator:")
+first = noise_by_worker(worker_init_fn=reseed_own_generator, generator=torch.Generator().manual_seed(0))
+print("the two workers drew identical noise:", torch.equal(first[0], first[1]))
+print("again:")
+again = noise_by_worker(worker_init_fn=reseed_own_generator, generator=torch.Generator().manual_seed(0))
+print("the same as the first time:", all(torch.equal(a, b) for a, b in zip(first, again)))
+
+# %% [markdown]
+# The seeding rules in one place:
+#
+# * seed the loader: `DataLoader(..., generator=torch.Generator().manual_seed(seed))` fixes the order
+#   and the workers' seeds;
+# * `torch`, `random` and NumPy's global generator are seeded in each worker for you;
+# * anything else with random state — a generator your dataset owns, another library's global seed —
+#   re-seed in a `worker_init_fn` from `get_worker_info().seed` (or `torch.initial_seed()`, which holds
+#   the same number inside a worker).
+#
+# A note for macOS and Windows: there, workers are started with `spawn` instead of `fork` — a fresh
+# Python that must *import* your dataset class, which fails for classes defined in a notebook. Put
+# dataset classes in a `.py` file and import them, or run with `num_workers=0`.
+#
+# ## 5. Throughput and the loader's other settings
+#
+# Do workers make loading faster? It depends on what an item costs and on the cores that are free, so
+# measure it, on three versions of the same images:
+#
+# * **in memory**: a small data set fits in memory, so it can be decoded once, up front, into one tensor
+#   (a `TensorDataset`) — an item is then just a slice;
+# * **PNG + transform**: the `ImageFolder` above, which opens and decodes a file and runs the
+#   transform for every item;
+# * the same behind a simulated **slow disk**: 1 ms of waiting per item, as a network file system
+#   might add.
+#
+# (With FashionMNIST, "in memory" holds its first 3000 images, and the second case is cheaper: its items
+# come from one array in memory, not from files.)
+
+# %%
+subset = range(min(len(images_plain), 3000))
+all_images = torch.stack([images_plain[i][0] for i in subset])
+all_labels = torch.tensor([images_plain[i][1] for i in subset])
+in_memory = TensorDataset(all_images, all_labels)
+print(f"decoded once: {len(in_memory)} images in one tensor of shape {tuple(all_images.shape)}, "
+      f"{all_images.nbytes / 2**20:.1f} MiB")
+
+# %% [markdown]
+# For each `num_workers`, the first batch (which includes starting the workers) is timed apart; then,
+# once the batches the workers loaded ahead meanwhile are taken, the samples per second over 12
+# batches. Workers run torch with one thread each (the loader sets that); the main process is set to
+# one thread too, so that the comparison is fair — and because for tensors this small, one thread is
+# faster anyway. The numbers are this machine's, today; on yours they will differ. (The y axis is
+# logarithmic: the three cases differ by orders of magnitude.)
+
+# %% tags=nbval-ignore-output
+torch.set_num_threads(1)
+
+
+class SlowDisk(Dataset):
+    """Another dataset's items, each delayed by a fixed wait (a stand-in for slow storage)."""
+
+    def __init__(self, dataset, seconds):
+        self.dataset, self.seconds = dataset, seconds
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, i):
+        time.sleep(self.seconds)
+        return self.dataset[i]
+
+
+def measure(dataset, num_workers, batches=12, batch_size=32):
+    """(samples per second once the loader runs steadily, seconds until the first batch)."""
+    sampler = RandomSampler(dataset, replacement=True, num_samples=100 * batch_size,   # never runs out
+                            generator=torch.Generator().manual_seed(0))
+    loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=num_workers)
+    start = time.perf_counter()
+    iterator = iter(loader)
+    next(iterator)
+    first = time.perf_counter() - start
+    for _ in range(2 * num_workers):               # batches the workers loaded ahead meanwhile: not timed
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    rate = batches * batch_size / (time.perf_counter() - start)
+    del iterator                                   # stops the workers
+    return rate, first
+
+
+worker_counts = [0, 1, 2]
+throughput = {}
+for name, dataset in (("in memory", in_memory), ("PNG + transform", images_plain),
+                      ("slow disk (PNG + 1 ms wait)", SlowDisk(images_plain, 0.001))):
+    results = [measure(dataset, k) for k in worker_counts]
+    throughput[name] = (worker_counts, [rate for rate, _ in results])
+    for k, (rate, first) in zip(worker_counts, results):
+        print(f"{name:27s} num_workers={k}: {rate:7.0f} samples/s | first batch after {1000 * first:5.0f} ms")
+plot_curves(throughput, xlabel="num_workers", ylabel="samples/s", logy=True, title="loader throughput on this machine")
+
+# %% [markdown]
+# How to read it (your plot may differ from the one here; the reasons do not):
+#
+# * **In memory** an item costs almost nothing, and a worker can only add cost: it must send every batch
+#   back to the main process (through shared memory, with some bookkeeping). Data that fits in memory
+#   belongs there, with `num_workers=0`.
+# * **PNG + transform**: every item costs real work, which workers do side by side with each other
+#   and with the main process. What they gain depends on the free cores: on an idle two-core machine up
+#   to about twice as much. On a busy machine anything can happen: the extra processes compete with
+#   everything else that runs there, and since the system shares the cores out *per process*, more
+#   processes can even win a larger share — a gain that vanishes when the machine is yours alone.
+# * **Slow disk**: waiting needs no core, so while one worker waits another loads, and throughput grows
+#   with the workers even on a busy machine, until the storage itself is saturated.
+# * In training, workers also load the next batches *while the main process runs the model* — a gain
+#   that this measurement, without a model, does not even show.
+# * The **first batch** pays for starting the workers, at every epoch. `persistent_workers=True`
+#   keeps them alive between epochs and pays once. (This notebook keeps the default, `False`, so that
+#   no process outlives its loop.)
+#
+# ### `prefetch_factor`: how far the workers run ahead
+#
+# Each worker keeps `prefetch_factor` batches (default 2) in flight, so `num_workers × prefetch_factor`
+# batches are requested as soon as `iter(loader)` starts the epoch, and one more each time you take one. Counted
+# with a counter in shared memory (a plain attribute would stay in the worker, as seen in section 4):
+
+# %%
+class CountedLoads(Dataset):
+    """Adds 1 to a shared counter for every item loaded, in whichever process."""
+
+    def __init__(self, n, counter):
+        self.n, self.counter = n, counter
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        with self.counter.get_lock():
+            self.counter.value += 1
+        return i
+
+
+def batches_loaded_after_one(prefetch_factor, num_workers=2, batch_size=4):
+    counter = multiprocessing.Value("i", 0)
+    iterator = iter(DataLoader(CountedLoads(400, counter), batch_size=batch_size, num_workers=num_workers,
+                               prefetch_factor=prefetch_factor))
+    next(iterator)
+    seen, deadline = -1, time.monotonic() + 5
+    while counter.value != seen and time.monotonic() < deadline:   # wait until the workers are idle
+        seen = counter.value
+        time.sleep(0.2)
+    del iterator
+    return counter.value // batch_size
+
+
+for factor in (2, 4):
+    print(f"2 workers, prefetch_factor={factor}: you took 1 batch, the workers had loaded {batches_loaded_after_one(factor)}")
+try:
+    DataLoader(range(8), num_workers=0, prefetch_factor=2)
+except ValueError as error:
+    print("num_workers=0 with prefetch_factor -> ValueError:", str(error).split(".")[0])
+
+# %% [markdown]
+# A deeper prefetch smooths out slow items but holds more batches in memory; the default is usually
+# right.
+#
+# ### `pin_memory`
+#
+# Copying a batch from CPU memory to a GPU is faster from **page-locked** ("pinned") memory, and only
+# from pinned memory can the copy run in the background (`batch.to(device, non_blocking=True)`).
+# `pin_memory=True` makes the loader put every batch into pinned memory before handing it over. It
+# helps only when batches go to a GPU; without one it does nothing but warn, so write it as
+# `DataLoader(..., pin_memory=torch.cuda.is_available())`.
+#
+# ## 6. One batch end to end before a long run
+#
+# A data bug found after an hour of training costs an hour. Before a long run, take **one** batch and
+# push it through everything the run will do: inspect it, forward, loss, backward, one step — and
+# check that the model can learn it. It takes seconds.
+#
+# ### Trap: images that are still bytes
+#
+# Forget `v2.ToDtype(..., scale=True)` and the pipeline still runs: the images arrive as uint8 from 0 to
+# 255. Inspect the batch, then feed it to a model:
+
+# %%
+def inspect_batch(images, labels):
+    print(f"images {tuple(images.shape)} {images.dtype}, values {images.min().item():.3g} .. {images.max().item():.3g} | "
+          f"labels {labels.dtype}, {labels.min().item()} .. {labels.max().item()}")
+
+
+def small_classifier():
+    return nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 64), nn.ReLU(), nn.Linear(64, len(classes)))
+
+
+bytes_only = image_dataset(transform=v2.Compose([v2.ToImage(), v2.Grayscale(1)]))   # ToDtype forgotten
+images, labels = next(iter(DataLoader(bytes_only, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))))
+inspect_batch(images, labels)
+seed_everything(0)
+model = small_classifier().to(device)
+try:
+    model(images.to(device))
+except RuntimeError as error:
+    print("RuntimeError:", str(error).splitlines()[0])
+
+# %% [markdown]
+# Here the model refused the dtype. Had the pipeline ended in `.float()` without the scaling, nothing
+# would have complained: the inputs would be 255 times too large, the first layer's outputs huge, and
+# training slow or unstable. The inspection line shows either bug at once. With the right pipeline:
+# inspect, then one full training step, then **overfit the batch** — a model that cannot drive the
+# loss on 32 items to nearly zero has a bug in the data, the model or the loss.
+
+# %%
+train_batch = DataLoader(images_plain, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
+images, labels = next(iter(train_batch))
+inspect_batch(images, labels)
+images, labels = images.to(device), labels.to(device)
+
+seed_everything(0)
+model = small_classifier().to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+model.train()
+overfit = []
+for step in range(60):
+    optimizer.zero_grad()
+    loss = F.cross_entropy(model(images), labels)
+    loss.backward()
+    optimizer.step()
+    overfit.append(loss.item())
+print("gradients finite at the last step:", all(p.grad.isfinite().all().item() for p in model.parameters()))
+print(f"loss on the one batch: step 0 {overfit[0]:.2f}, step 20 {overfit[20]:.2f}, step 59 {overfit[-1]:.3f}")
+
+# %% [markdown]
+# ## 7. The learning-rate range test
+#
+# The learning rate is the setting that matters most and the hardest to guess. Leslie Smith's **range
+# test** measures a good range in one short run instead of many:
+#
+# * train batch after batch while the learning rate grows **geometrically** from tiny (say `1e-7`) to
+#   huge (say `10`) — step `i` of `n` uses `start · (end / start) ** (i / (n - 1))`, evenly spaced on a
+#   log axis;
+# * record the loss at every step. Batch losses are noisy, so record a smoothed one, an exponential
+#   moving average: `s_i = a · loss_i + (1 - a) · s_(i-1)`;
+# * at first the rate is too small to change anything and the loss is flat; then it falls, faster and
+#   faster; then the rate is too large, the loss turns and explodes. **Stop** once the smoothed loss
+#   exceeds a few times the lowest value seen — there is nothing more to learn;
+# * plot loss against learning rate on a log axis. A good rate lies where the loss **falls fastest**,
+#   clearly before the minimum (at the minimum the rate is already at the edge of diverging).
+#
+# The test trains the model — up to divergence. Its last steps ruin the weights, so a range test must
+# put back everything it changed: parameters and buffers (BatchNorm's statistics), each module's
+# train/eval mode, and the optimizer's state (Adam's moment estimates, momentum buffers, the learning
+# rates). Otherwise the real training starts from the wreck.
+#
+# ### Trap: `state_dict()` is not a snapshot
+#
+# `model.state_dict()` looks like a saved copy, but it holds *references* to the live tensors. The
+# optimizer updates those tensors in place, so the "snapshot" changes along with the model:
+
+# %%
+seed_everything(0)
+probe = small_classifier().to(device)
+probe_optimizer = torch.optim.SGD(probe.parameters(), lr=5.0)
+
+
+def batch_loss():
+    with torch.no_grad():
+        return F.cross_entropy(probe(images), labels).item()
+
+
+before = batch_loss()
+live_view = probe.state_dict()                       # references to the live tensors
+real_copy = copy.deepcopy(probe.state_dict())        # new tensors
+for _ in range(5):                                   # the end of a range test: a huge learning rate
+    probe_optimizer.zero_grad()
+    F.cross_entropy(probe(images), labels).backward()
+    probe_optimizer.step()
+ruined = batch_loss()
+probe.load_state_dict(live_view)
+after_reference = batch_loss()
+probe.load_state_dict(real_copy)
+print(f"loss before: {before:.2f} | after 5 steps at lr 5: {ruined:.1f}")
+print(f"after load_state_dict(state_dict() taken before):   {after_reference:.1f}")
+print(f"after load_state_dict(deepcopy(state_dict()) taken before): {batch_loss():.2f}")
+
+# %% [markdown]
+# The same holds for `optimizer.state_dict()`. Exercise 3 asks you to write the whole test, restoring
+# included, and a function that picks the learning rate from its curve; after the exercises you will
+# run it on the images of this chapter.
+#
+# ## Summary
+#
+# * A map-style dataset is `__len__` + `__getitem__`; `TensorDataset` wraps tensors; an
+#   `IterableDataset` is a stream (`__iter__`) with no shuffle and no indices to share.
+# * torchvision datasets + `transforms.v2` (`ToImage`, `ToDtype(float32, scale=True)`, augmentations);
+#   `ImageFolder` reads one folder per class.
+# * The loader is sampler → batch sampler → `dataset[i]` → `collate_fn`. `default_collate` stacks
+#   same-shaped tensors; variable lengths need a padding `collate_fn`; a batch sampler can bucket by
+#   length; `drop_last` drops the short batch.
+# * Workers get copies of the dataset; `get_worker_info()` says which worker runs; an unsharded
+#   iterable dataset yields everything once per worker.
+# * Reproducible data: `generator=torch.Generator().manual_seed(...)`; re-seed your own generators
+#   in a `worker_init_fn`.
+# * Measure throughput before adding workers; `persistent_workers` saves start-up,
+#   `prefetch_factor` sets the run-ahead, `pin_memory` helps only on the way to a GPU.
+# * Push one batch through everything, and overfit it, before a long run.
+# * The LR range test: geometric sweep, smoothed loss, stop at divergence, pick the steepest fall,
+#   restore everything with deep copies.
+#
+# ---
+# # Exercises
+#
+# Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
+# check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
+# notebook is graded. You can also check a file from a terminal:
+# `python -m graders check pad_collate my_answer.py`.
+
+# %% [markdown] nbgrader=readonly id=pad_collate_task
+# ## Exercise 1 · `pad_collate` (8 points)
+#
+# Write `pad_collate(batch)`, a collate function for a dataset whose items are `(sequence, label)`
+# pairs: `sequence` a 1-D int64 tensor of its own length — possibly 0 — and `label` an int. Return the
+# tuple `(padded, lengths, labels)`:
+#
+# * `padded`: int64, shape `(B, max_len)` where `B = len(batch)` and `max_len` is the longest sequence's
+#   length; row `k` is sequence `k` followed by zeros;
+# * `lengths`: int64, shape `(B,)`, the true length of each sequence;
+# * `labels`: int64, shape `(B,)`;
+#
+# all in the order of `batch`. It must work as `DataLoader(dataset, batch_size=..., collate_fn=pad_collate)`,
+# for a batch of one, and when every sequence is empty (then `padded` has shape `(B, 0)`). Do not
+# change the tensors you are given.
+#
+# *Hint:* a token may itself be 0, so count the lengths from the sequences, not from the padded result.
+
+# %% nbgrader=solution id=pad_collate_answer
+def pad_collate(batch):
+    """Collate (sequence, label) pairs into (padded (B, max_len), lengths (B,), labels (B,)), all int64."""
+    ### BEGIN SOLUTION
+    from solutions.ch04_data import pad_collate as reference
+
+    return reference(batch)
+    ### END SOLUTION
+
+# %% nbgrader=test id=pad_collate_basics points=3
+check("pad_collate", globals(), "returns_int64_tensors", "right_padding_with_zero", "works_in_dataloader")
+
+# %% nbgrader=test id=pad_collate_hidden_order points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("pad_collate", globals(), "lengths_and_labels", "keeps_batch_order")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=pad_collate_hidden_edges points=3
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("pad_collate", globals(), "empty_sequences", "batch_of_one", "does_not_modify_inputs")
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader=readonly id=range_stream_task
+# ## Exercise 2 · `range_stream` (8 points)
+#
+# Write a class `RangeStream(start, end)`, a `torch.utils.data.IterableDataset` that yields the ints
+# `start, start + 1, ..., end - 1` — **each exactly once over a whole pass** of any `DataLoader` over it,
+# whatever its `num_workers` (0 to 8) and batch size. That includes more workers than items (some
+# workers then yield nothing) and `start == end` (nothing at all). Every new pass — a new `iter(...)`
+# of the stream or of the loader — yields the whole range again.
+#
+# ```python
+# class RangeStream(IterableDataset):
+#     def __init__(self, start, end):
+#         super().__init__()
+#         ...
+#
+#     def __iter__(self):
+#         ...
+# ```
+#
+# *Hint:* section 4 showed what goes wrong without sharding, and which method runs in the worker.
+# Check your class with the duplicate count from section 4: `collections.Counter` over everything a
+# loader with 2 workers yields.
+
+# %% nbgrader=solution id=range_stream_answer
+from torch.utils.data import IterableDataset, get_worker_info
+
+### BEGIN SOLUTION
+from solutions.ch04_data import RangeStream
+### END SOLUTION
+
+# %% nbgrader=test id=range_stream_basics points=3
+check("range_stream", globals(), "is_an_iterable_dataset", "yields_the_range", "single_process_loader")
+
+# %% nbgrader=test id=range_stream_workers points=2
+check("range_stream", globals(), "one_worker", "several_workers")
+
+# %% nbgrader=test id=range_stream_hidden points=3
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("range_stream", globals(), "empty_range", "fresh_pass_each_time", "more_workers_than_items")
+### END HIDDEN TESTS
+
+# %% [markdown] nbgrader=readonly id=lr_range_test_task
+# ## Exercise 3 · `lr_range_test` (11 points)
+#
+# Write `lr_range_test(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10.0, num_iter=100,
+# smooth=0.05, diverge_threshold=5.0)` returning two lists of floats, `(lrs, losses)`:
+#
+# * iteration `i` (counting from 0) sets the learning rate `start_lr * (end_lr / start_lr) ** (i / (num_iter - 1))`
+#   on **every** param group of `optimizer`, then trains on one batch with the model in training mode:
+#   zero the gradients, forward, `loss_fn(outputs, targets)`, backward, step. `loader` yields
+#   `(inputs, targets)` pairs; when it runs out before `num_iter` iterations, start it again;
+# * it appends that learning rate to `lrs`, and to `losses` the smoothed loss `s_0 = loss_0`,
+#   `s_i = smooth * loss_i + (1 - smooth) * s_(i-1)`, where `loss_i` is the batch's loss (before the step),
+#   as a float;
+# * it stops right after recording iteration `i` if `s_i > diverge_threshold * min(s_0, ..., s_i)`,
+#   and otherwise after `num_iter` iterations;
+# * afterwards the model's parameters and buffers, every submodule's training mode, and the optimizer's
+#   state and learning rates are **exactly** as before the call;
+# * it raises `ValueError` when `start_lr <= 0`, `end_lr <= start_lr` or `num_iter < 2`.
+#
+# Also write `suggest_lr(lrs, losses, *, skip_start=10, skip_end=5)`: drop the first `skip_start` and the
+# last `skip_end` points, and return the learning rate where `numpy.gradient` of the remaining losses is
+# most negative (the steepest fall), as a float. Raise `ValueError` when fewer than 2 points remain.
+#
+# *Hint:* section 7's trap; and `model.train()` sets every submodule, so remember each one's own mode.
+
+# %% nbgrader=solution id=lr_range_test_answer
+import copy
+import math
+
+import numpy as np
+
+
+def lr_range_test(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10.0, num_iter=100,
+                  smooth=0.05, diverge_threshold=5.0):
+    """Smith's range test: (learning rates, smoothed losses); model and optimizer restored afterwards."""
+    ### BEGIN SOLUTION
+    from solutions.ch04_data import lr_range_test as reference
+
+    return reference(model, optimizer, loss_fn, loader, start_lr=start_lr, end_lr=end_lr, num_iter=num_iter,
+                     smooth=smooth, diverge_threshold=diverge_threshold)
+    ### END SOLUTION
+
+
+def suggest_lr(lrs, losses, *, skip_start=10, skip_end=5):
+    """The learning rate at the steepest fall of the trimmed loss curve."""
+    ### BEGIN SOLUTION
+    from solutions.ch04_data import suggest_lr as reference
+
+    return reference(lrs, losses, skip_start=skip_start, skip_end=skip_end)
+    ### END SOLUTION
+
+# %% nbgrader=test id=lr_range_test_basics points=4
+check("lr_range_test", globals(), "validates_arguments", "geometric_sweep", "smoothed_losses", "restores_parameters_and_buffers")
+
+# %% nbgrader=test id=lr_range_test_suggest points=1
+check("lr_range_test", globals(), "suggest_lr_steepest_descent")
+
+# %% nbgrader=test id=lr_range_test_hidden points=5
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("lr_range_test", globals(), "trains_in_train_mode", "restarts_short_loader", "stops_on_divergence", "restores_training_mode", "restores_optimizer")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=lr_range_test_hidden_suggest points=1
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("lr_range_test", globals(), "suggest_lr_too_few_points")
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## Your code at work
+#
+# Once `RangeStream` passes, run section 4's duplicate count on it: two workers, and every int once.
+
+# %%
+for workers in (0, 2):
+    received = [x for batch in DataLoader(RangeStream(0, 10), batch_size=4, num_workers=workers) for x in batch.tolist()]
+    counts = collections.Counter(received)
+    print(f"num_workers={workers}: {len(received)} ints received, times each came: {sorted(set(counts.values()))}, "
+          f"all of 0..9: {sorted(counts) == list(range(10))}")
+
+# %% [markdown]
+# And once `lr_range_test` and `suggest_lr` pass, run the range test on this chapter's images: the
+# decoded `in_memory` set of section 5, split into a training and a validation part with
+# `random_split`. The model is section 6's small classifier, trained with SGD and momentum.
+
+# %%
+train_part, valid_part = random_split(in_memory, [0.8, 0.2],
+                                      generator=torch.Generator().manual_seed(0))
+train_loader = DataLoader(train_part, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
+print(f"{len(train_part)} training and {len(valid_part)} validation images")
+
+seed_everything(0)
+model = small_classifier()                    # on the CPU, like the data: for a model this small it is fastest
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+untouched = copy.deepcopy(model.state_dict())
+lrs, losses = lr_range_test(model, optimizer, nn.CrossEntropyLoss(), train_loader, start_lr=1e-4, end_lr=10.0, num_iter=100)
+suggested = suggest_lr(lrs, losses)
+print(f"{len(lrs)} iterations (stopped at lr {lrs[-1]:.2g}); lowest loss at lr {lrs[int(np.argmin(losses))]:.2g}; "
+      f"suggested lr {suggested:.2g}")
+for name, tensor in model.state_dict().items():
+    torch.testing.assert_close(tensor, untouched[name], rtol=0, atol=0)   # bit for bit
+print("the model's weights are exactly as before the test")
+plot_curves({"smoothed loss": (lrs, losses)}, xlabel="learning rate", ylabel="loss", logx=True,
+            marks={f"suggested {suggested:.2g}": suggested}, title="learning-rate range test")
+
+# %% [markdown]
+# Does the suggestion hold up? Three short runs from the same starting weights and the same data order
+# — 4 epochs at the suggested rate, at a rate 100 times smaller and at one 10 times larger — compared
+# by their loss curves and by accuracy on the validation images.
+
+# %%
+def train_briefly(lr, epochs=4):
+    seed_everything(0)
+    run_model = small_classifier()
+    run_model.load_state_dict(untouched)
+    run_optimizer = torch.optim.SGD(run_model.parameters(), lr=lr, momentum=0.9)
+    loader = DataLoader(train_part, batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(1))
+    history = []
+    run_model.train()
+    for _ in range(epochs):
+        for inputs, targets in loader:
+            run_optimizer.zero_grad()
+            loss = F.cross_entropy(run_model(inputs), targets)
+            loss.backward()
+            run_optimizer.step()
+            history.append(loss.item())
+    run_model.eval()
+    with torch.no_grad():
+        inputs, targets = default_collate(list(valid_part))
+        accuracy = (run_model(inputs).argmax(dim=1) == targets).float().mean().item()
+    return history, accuracy
+
+
+curves = {}
+for name, lr in (("suggested", suggested), ("100x smaller", suggested / 100), ("10x larger", suggested * 10)):
+    history, accuracy = train_briefly(lr)
+    curves[f"{name}, lr {lr:.2g}"] = history
+    print(f"{name:12s} lr {lr:<8.2g} last-epoch loss {np.mean(history[-len(train_loader):]):.2f} | "
+          f"validation accuracy {accuracy:.0%}")
+plot_curves(curves, xlabel="step", ylabel="training loss", logy=True, title="4 epochs at three learning rates")
