@@ -11,9 +11,10 @@ import numbers
 import random
 import re
 
+import numpy as np
 import torch
 
-from graders.core import StudentCodeError, Submission, expect_error, exercise, fail, mismatch
+from graders.core import CheckFailed, StudentCodeError, Submission, expect_error, exercise, fail, mismatch
 from graders.watch import torch_calls
 
 # ==================================================================================================
@@ -33,12 +34,18 @@ def _strides_cause(shape: tuple[int, ...], got: tuple) -> str | None:
     right = _torch_strides(shape)
     suffix_products = tuple(math.prod(max(s, 1) for s in shape[i:]) for i in range(len(shape)))
     unclamped = tuple(math.prod(shape[i + 1:]) for i in range(len(shape)))
+    product_or_one = tuple(math.prod(shape[i + 1:]) or 1 for i in range(len(shape)))
     size_one_gets_one = tuple(1 if size == 1 else stride for size, stride in zip(shape, right))
+    fortran = tuple(math.prod(max(s, 1) for s in shape[:i]) for i in range(len(shape)))
     known = [
         (tuple(reversed(right)), "the strides are in reverse order: the LAST dim has stride 1 and the "
                                  "first dim the largest stride"),
+        (fortran, "this is column-major (Fortran) order, stride[i] = product of the sizes BEFORE dim i; "
+                  "PyTorch is row-major (C order): stride[i] is the product of the sizes AFTER dim i"),
         (suffix_products, "off by one dim: stride[i] is the product of the sizes AFTER dim i, not from dim i on"),
         (unclamped, "a size-0 dim zeroes the product; PyTorch multiplies by max(size, 1) so strides stay positive"),
+        (product_or_one, "a size-0 dim must count as 1 INSIDE the product (multiply by max(size, 1)); replacing "
+                         "a zero product by 1 afterwards loses the other sizes"),
         (size_one_gets_one, "a size-1 dim still gets the product of the sizes after it, like any other dim"),
     ]
     for wrong, cause in known:
@@ -46,18 +53,37 @@ def _strides_cause(shape: tuple[int, ...], got: tuple) -> str | None:
             return cause
     if len(got) != len(shape):
         return f"there must be one stride per dim: {len(shape)} for this shape, and you returned {len(got)}"
+    if right and all(r > 0 for r in right) and got[-1] != 1 and all(
+            isinstance(g, numbers.Integral) and g == got[-1] * r for g, r in zip(got, right)):
+        return (f"every stride is {got[-1]} times too large: strides count elements, not bytes (the last dim "
+                "has stride 1)")
     return None
 
 
+_FLOAT_STRIDES_CAUSE = ("a float in the strides: '/' instead of '//', math with floats, or numpy.prod of an empty "
+                        "list (which is 1.0, a float); strides are ints")
+
+
 def _call_strides(student: Submission, shape) -> tuple:
-    got = student.call("contiguous_strides", shape)
+    try:
+        got = student.call("contiguous_strides", shape)
+    except StudentCodeError as exc:
+        # Say which shape it failed on (the exception stays, for checks that look at it).
+        message = f"contiguous_strides(shape={shape!r}) failed: {exc}"
+        if isinstance(exc.exception, ZeroDivisionError):
+            message += ("\n  likely cause: a division by a size, which is 0 for a size-0 dim; build the strides by "
+                        "multiplying max(size, 1) from the last dim instead")
+        raise StudentCodeError(message, exc.exception) from None
     if isinstance(got, (list, tuple)) and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in got):
         return tuple(int(v) for v in got)
+    floats = isinstance(got, (list, tuple)) and any(isinstance(v, numbers.Real) and not isinstance(
+        v, numbers.Integral) for v in got)
     raise mismatch(
         "contiguous_strides must return a tuple of ints",
         given=f"shape={shape!r}",
         expected=f"{_torch_strides(shape)!r}",
         got=f"{got!r} (a {type(got).__name__})",
+        cause=_FLOAT_STRIDES_CAUSE if floats else None,
     )
 
 
@@ -82,7 +108,7 @@ def returns_tuple_of_ints(student: Submission, device: torch.device) -> None:
         bad = [v for v in got if not isinstance(v, numbers.Integral) or isinstance(v, bool)]
         if bad:
             fail(f"contiguous_strides({shape!r}) returned {got!r}; strides count elements, so each must be an "
-                 f"int, not {type(bad[0]).__name__} (likely cause: '/' instead of '//', or math with floats)")
+                 f"int, not {type(bad[0]).__name__} (likely cause: {_FLOAT_STRIDES_CAUSE})")
         if len(got) != len(shape):
             fail(f"contiguous_strides({shape!r}) returned {got!r}: expected one stride per dim "
                  f"({len(shape)}), got {len(got)}")
@@ -152,12 +178,24 @@ def _torch_is_contiguous(shape, strides) -> bool:
 
 
 def _call_is_contiguous(student: Submission, shape, strides) -> bool:
-    got = student.call("is_contiguous", shape, strides)
-    if isinstance(got, bool) or type(got).__name__ == "bool_":  # numpy.bool_ is a fine bool too
+    try:
+        got = student.call("is_contiguous", shape, strides)
+    except StudentCodeError as exc:
+        raise StudentCodeError(f"is_contiguous(shape={shape!r}, strides={strides!r}) failed: {exc}",
+                               exc.exception) from None
+    if isinstance(got, (bool, np.bool_)):  # a numpy bool (numpy.bool_ / numpy.bool) is a fine bool too
         return bool(got)
+    if got is None:
+        cause = "the function ended without a return statement on this path (it returns None): return True at the end"
+    elif isinstance(got, torch.Tensor):
+        cause = "a tensor is not a bool: return a Python bool (bool(t), or t.item() for a 0-d bool tensor)"
+    elif isinstance(got, numbers.Number):
+        cause = "return True or False (the result of a comparison or of all(...)), not a number"
+    else:
+        cause = "return the result of a comparison or all(...), not a number or a list"
     raise mismatch("is_contiguous must return True or False", given=f"shape={shape!r}, strides={strides!r}",
                    expected=repr(_torch_is_contiguous(shape, strides)), got=f"{got!r} (a {type(got).__name__})",
-                   cause="return the result of a comparison or all(...), not a number or a list")
+                   cause=cause)
 
 
 def _expect_contiguity(student: Submission, cases, what: str, cause: str | None = None) -> None:
@@ -218,10 +256,26 @@ def empty_and_scalar(student: Submission, device: torch.device) -> None:
 @IS_CONTIGUOUS.check(points=1)
 def length_mismatch_raises(student: Submission, device: torch.device) -> None:
     """ValueError when shape and strides have different lengths."""
-    for shape, strides in [((2, 3), (3,)), ((4,), (1, 1)), ((), (1,))]:
-        expect_error(student, ValueError, student.get("is_contiguous"), (shape, strides),
-                     call=f"is_contiguous(shape={shape!r}, strides={strides!r})", why="the lengths differ",
-                     cause="zip() silently stops at the shorter sequence; compare len(shape) and len(strides) first")
+    zip_cause = "zip() silently stops at the shorter sequence; compare len(shape) and len(strides) first"
+    empty_cause = ("the shortcut for a tensor with no elements (a size-0 dim) returned before the lengths were "
+                   "compared; check len(shape) == len(strides) first, for every input")
+    for shape, strides, cause in [((2, 3), (3,), zip_cause), ((4,), (1, 1), zip_cause), ((), (1,), zip_cause),
+                                  ((2, 0), (1,), empty_cause), ((0, 3), (3, 1, 1), empty_cause)]:
+        try:
+            expect_error(student, ValueError, student.get("is_contiguous"), (shape, strides),
+                         call=f"is_contiguous(shape={shape!r}, strides={strides!r})", why="the lengths differ",
+                         cause=cause)
+        except CheckFailed as exc:
+            raise CheckFailed(_raised_other_error_hint(str(exc))) from None
+
+
+def _raised_other_error_hint(message: str) -> str:
+    """Add the usual cause when a check wanted ValueError and the student's code raised something else."""
+    if " but it raised AssertionError" in message:
+        return message + "\n  likely cause: assert raises AssertionError; raise ValueError(...) instead"
+    if " but it raised " in message and "must raise ValueError" in message:
+        return message + "\n  likely cause: the specification asks for ValueError; raise ValueError(...) there"
+    return message
 
 
 def _random_layout(rng: random.Random) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -284,15 +338,21 @@ def _window_cause(x: torch.Tensor, size: int, step: int, got: torch.Tensor, expe
         if got.dim() == 2 and tuple(got.shape) == tuple(reversed(expected.shape)):
             return "shape is swapped: rows are windows, so the shape is (number of windows, size)"
         return None
-    stride = x.stride(0)
+    stride, offset = x.stride(0), x.storage_offset()
     wrong = {
         "x's storage offset was ignored (the view starts at storage element 0, not at x.storage_offset())":
             ((step * stride, stride), 0),
         "x's own stride was ignored: one element of x is x.stride(0) storage elements apart, so the strides "
-        "are (step * x.stride(0), x.stride(0))": ((step, 1), x.storage_offset()),
+        "are (step * x.stride(0), x.stride(0))": ((step, 1), offset),
         "both x's stride and its storage offset were ignored": ((step, 1), 0),
+        "the stride along a window is 1, but consecutive elements of x are x.stride(0) storage elements apart: "
+        "the strides are (step * x.stride(0), x.stride(0))": ((step * stride, 1), offset),
+        "the storage offset was multiplied by x.stride(0); x.storage_offset() already counts storage elements, "
+        "pass it as it is": ((step * stride, stride), offset * stride),
+        "the row stride uses size instead of step: the next window starts step elements later, so the strides "
+        "are (step * x.stride(0), x.stride(0))": ((size * stride, stride), offset),
         "the two strides are swapped: moving to the next window moves step elements, along a window 1 element":
-            ((stride, step * stride), x.storage_offset()),
+            ((stride, step * stride), offset),
     }
     for cause, (strides, offset) in wrong.items():
         try:
@@ -314,6 +374,9 @@ def _out_of_bounds_cause(error: str, x: torch.Tensor, size: int, step: int) -> s
         strides = tuple(int(v) for v in found.group(2).split(",") if v.strip())
         if sizes == (rows, size) and strides == tuple(reversed(right)):
             return "the two strides are swapped: moving to the next window moves step elements, along a window 1"
+        if sizes == (rows, size) and strides == (size * x.stride(0), x.stride(0)) and size != step:
+            return ("the row stride uses size instead of step: the next window starts step elements later, so the "
+                    f"strides are (step * x.stride(0), x.stride(0)) = {right}")
         if len(sizes) == 2 and sizes[0] > rows:
             return (f"too many rows ({sizes[0]}): windows that would run past the end of x do not exist; the count "
                     f"is (len(x) - size) // step + 1 = {rows}")
@@ -322,15 +385,27 @@ def _out_of_bounds_cause(error: str, x: torch.Tensor, size: int, step: int) -> s
     return "the view reaches past the end of x's storage: check the number of rows and the strides"
 
 
-def _call_window(student: Submission, x: torch.Tensor, size: int, step: int) -> torch.Tensor:
+def _call_window(student: Submission, x: torch.Tensor, size: int, step: int | None) -> torch.Tensor:
+    """``sliding_window(x, size, step)``; ``step=None`` calls ``sliding_window(x, size)`` (the default step)."""
     # Not copied: the check owns ``x`` and needs the student's view to be of this very tensor.
+    args = (x, size) if step is None else (x, size, step)
+    shown = f"size={size}" + (" (step left out: its default is 1)" if step is None else f", step={step}")
+    step = 1 if step is None else step
     try:
-        got = student.run(student.get("sliding_window"), x, size, step, _label="sliding_window")
+        got = student.run(student.get("sliding_window"), *args, _label="sliding_window")
     except StudentCodeError as exc:
         if "out of bounds" in str(exc):
-            fail(f"sliding_window(x = {_layout(x)}, size={size}, step={step}) {str(exc).split(' ', 1)[1]}\n"
+            fail(f"sliding_window(x = {_layout(x)}, {shown}) {str(exc).split(' ', 1)[1]}\n"
                  f"  likely cause: {_out_of_bounds_cause(str(exc), x, size, step)}")
-        raise
+        message = f"sliding_window(x = {_layout(x)}, {shown}) failed: {exc}"
+        if len(args) == 2 and isinstance(exc.exception, TypeError) and "step" in str(exc.exception):
+            message += ("\n  likely cause: step has no default value; the signature is "
+                        "sliding_window(x, size, step=1)")
+        elif isinstance(exc.exception, ValueError):
+            message += ("\n  likely cause: these arguments are valid (1 <= size <= len(x), step >= 1; a step longer "
+                        "than x gives a single window); raise ValueError only for a non-1-D x, size < 1, step < 1 "
+                        "or size > len(x)")
+        raise StudentCodeError(message, exc.exception) from None
     if not isinstance(got, torch.Tensor):
         fail(f"sliding_window({_layout(x)}, size={size}, step={step}) returned a {type(got).__name__}; "
              "it must return a tensor (one view, not a list of row tensors)")
@@ -340,9 +415,11 @@ def _call_window(student: Submission, x: torch.Tensor, size: int, step: int) -> 
 def _expect_window(student: Submission, x: torch.Tensor, size: int, step: int, what: str) -> torch.Tensor:
     """Compare against ``unfold`` on an independent copy, computed before the student's code runs."""
     reference_x = x.clone()
-    expected = reference_x.unfold(0, size, step).clone()
-    given = f"x = {_layout(x)}, size={size}, step={step}"
+    expected = reference_x.unfold(0, size, 1 if step is None else step).clone()
+    given = f"x = {_layout(x)}, size={size}, " + ("step left out (its default is 1)" if step is None else f"step={step}")
     got = _call_window(student, x, size, step)
+    if step is None:
+        step = 1
     if tuple(got.shape) != tuple(expected.shape):
         raise mismatch(what, given=given, expected=f"shape {tuple(expected.shape)}", got=f"shape {tuple(got.shape)}",
                        cause=_window_cause(x, size, step, got, expected))
@@ -362,6 +439,11 @@ def _expect_view_of(x: torch.Tensor, got: torch.Tensor, size: int, step: int, wh
     if got.numel() == 0:
         return
     if got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():
+        start = x.untyped_storage().data_ptr()
+        if got.device == x.device and start <= got.data_ptr() < start + x.untyped_storage().nbytes():
+            fail(f"{what}\n  input: {given}\n  the result points into x's memory, but through its own storage "
+                 "(likely cause: it was made outside PyTorch's view machinery, e.g. numpy's as_strided and "
+                 "torch.from_numpy); build it with x.as_strided(...) so that it is a view of x's storage")
         fail(f"{what}\n  input: {given}\n  the result has its own storage: it is a copy, not a view of x\n"
              "  likely cause: torch.stack / torch.cat / clone() / contiguous() / a list of slices copy the data; "
              "build the result with x.as_strided(...) on x itself")
@@ -378,7 +460,7 @@ def _expect_view_of(x: torch.Tensor, got: torch.Tensor, size: int, step: int, wh
 @SLIDING_WINDOW.check(points=1)
 def contiguous_input(student: Submission, device: torch.device) -> None:
     """Windows of a plain contiguous tensor equal x.unfold(0, size, step)."""
-    for length, size, step in [(10, 3, 1), (10, 4, 3), (9, 2, 2), (7, 7, 1), (6, 1, 1)]:
+    for length, size, step in [(10, 3, 1), (10, 4, 3), (9, 2, 2), (7, 7, 1), (6, 1, 1), (8, 3, None)]:
         x = torch.arange(length, dtype=torch.float32).to(device)
         _expect_window(student, x, size, step, "wrong windows for a contiguous input")
 
@@ -420,8 +502,17 @@ def validation(student: Submission, device: torch.device) -> None:
         (x, 7, 1, "size is larger than len(x)"),
     ]
     for tensor, size, step, why in cases:
-        expect_error(student, ValueError, student.get("sliding_window"), (tensor.clone(), size, step),
-                     call=f"sliding_window(x of shape {tuple(tensor.shape)}, size={size}, step={step})", why=why)
+        try:
+            expect_error(student, ValueError, student.get("sliding_window"), (tensor.clone(), size, step),
+                         call=f"sliding_window(x of shape {tuple(tensor.shape)}, size={size}, step={step})", why=why)
+        except CheckFailed as exc:
+            message = str(exc)
+            if tensor.dim() != 1 and " but it raised " in message and "AssertionError" not in message:
+                message += ("\n  likely cause: len(x), x.stride(0) or x.shape[0] was used before checking "
+                            "x.dim() == 1; check the number of dims first")
+            else:
+                message = _raised_other_error_hint(message)
+            raise CheckFailed(message) from None
 
 
 @SLIDING_WINDOW.check(points=1)

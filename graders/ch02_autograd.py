@@ -50,9 +50,15 @@ _BETA = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715
 # (rtol, atol) for comparing values and gradients with torch's own, per dtype. bfloat16 keeps 8
 # significant bits and the formula chains several roundings, so its tolerance is loose (a few ulps);
-# the exact formula is checked in float32 and float64.
-_TOLERANCE = {torch.float64: (1e-10, 1e-12), torch.float32: (1e-5, 1e-5), torch.bfloat16: (0.04, 0.04)}
-_GRAD_TOLERANCE = {torch.float64: (1e-9, 1e-10), torch.float32: (1e-5, 1e-5), torch.bfloat16: (0.04, 0.04)}
+# the exact formula is checked in float32 and float64. In float64 the tolerance (like torch.testing's
+# rtol for float64) accepts a constant written with 8 or more digits (0.79788456, as in Megatron-LM's
+# GELU, errs by ~1e-8) and still rejects a forward or backward that works in float32 (errors of 1e-7 and
+# up, and 100% where 1 + tanh(u) cancels).
+_TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-5), torch.bfloat16: (0.04, 0.04)}
+_GRAD_TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-5, 1e-5), torch.bfloat16: (0.04, 0.04)}
+_FLOAT32_PRECISION = ("something works in float32 (a .float() cast, or a constant made with torch.tensor(...), "
+                      "which is float32, that the result is cast to), or a constant is rounded to too few digits "
+                      "(use math.sqrt(2 / math.pi) and 0.044715)")
 
 
 def _torch_gelu(x: torch.Tensor) -> torch.Tensor:
@@ -89,6 +95,7 @@ def _forward_cause(x: torch.Tensor, got: torch.Tensor) -> str | None:
         (_tanh_gelu(x64, kappa=0.44715), "the constant is 0.44715; it must be 0.044715"),
         (_tanh_gelu(x64, kappa=0.0447), "the constant is rounded to 0.0447; it must be 0.044715"),
         (_tanh_gelu(x64, beta=math.sqrt(math.pi / 2)), "sqrt(pi/2) is used; the factor is sqrt(2/pi)"),
+        (_tanh_gelu(x64, beta=math.sqrt(2 * math.pi)), "sqrt(2*pi) is used; the factor is sqrt(2/pi)"),
         (_tanh_gelu(x64, beta=2 / math.pi), "2/pi is used without the square root; the factor is sqrt(2/pi)"),
         (_tanh_gelu(x64, half=1.0), "the 0.5 factor is missing"),
         (_tanh_gelu(x64, power=2), "x**2 is used; the cubic term is 0.044715 * x**3"),
@@ -106,9 +113,13 @@ def _forward_cause(x: torch.Tensor, got: torch.Tensor) -> str | None:
     if x.dtype == torch.float64:
         in_float32 = _tanh_gelu(x64.float()).double()
         if torch.allclose(got64, in_float32, rtol=1e-5, atol=1e-6):
-            return ("the values have float32 precision only: something in forward works in float32 (a .float() "
-                    "cast, or a constant made with torch.tensor(...) in float32 that the result is cast to)")
+            return f"the values have float32 precision only: {_FLOAT32_PRECISION}"
     return None
+
+
+def _tanh_gelu_derivative(x: torch.Tensor, beta: float = _BETA, kappa: float = _KAPPA) -> torch.Tensor:
+    t = torch.tanh(beta * (x + kappa * x**3))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t**2) * beta * (1 + 3 * kappa * x**2)
 
 
 def _derivative_variants(x: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
@@ -127,6 +138,14 @@ def _derivative_variants(x: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
         (first + 0.5 * x * sech2 * _BETA * (1 + _KAPPA * x**2),
          "the derivative of 0.044715 * x**3 is 3 * 0.044715 * x**2: the factor 3 is missing"),
         (first + 0.5 * x * sech2 * (1 + 3 * _KAPPA * x**2), "du/dx is missing the sqrt(2/pi) factor"),
+        (first + 0.5 * x * sech2 * _BETA * (1 + 3 * _KAPPA * x),
+         "du/dx = sqrt(2/pi) * (1 + 3 * 0.044715 * x**2): the x is squared (the derivative of x**3 is 3 * x**2)"),
+        (first + 0.5 * x * sech2 * _BETA * (1 + 3 * x**2),
+         "du/dx = sqrt(2/pi) * (1 + 3 * 0.044715 * x**2): the 0.044715 factor is missing"),
+        (_tanh_gelu_derivative(x, beta=math.sqrt(2 * math.pi)), "sqrt(2*pi) is used; the factor is sqrt(2/pi)"),
+        (_tanh_gelu_derivative(x, beta=math.sqrt(math.pi / 2)), "sqrt(pi/2) is used; the factor is sqrt(2/pi)"),
+        (_tanh_gelu_derivative(x, beta=2 / math.pi),
+         "2/pi is used without the square root; the factor is sqrt(2/pi)"),
         (first + 0.5 * x * sech2, "the chain rule inside tanh is missing: tanh(u) differentiates to "
                                    "(1 - tanh(u)**2) * du/dx, with du/dx = sqrt(2/pi) * (1 + 3 * 0.044715 * x**2)"),
         (first + 0.5 * x * (1 - t) * du, "tanh'(u) is 1 - tanh(u)**2, not 1 - tanh(u)"),
@@ -147,6 +166,13 @@ def _backward_cause(x: torch.Tensor, grad_output: torch.Tensor, got: torch.Tenso
     near = _near(x.dtype)
     t = torch.tanh(_BETA * (x64 + _KAPPA * x64**3))
     correct = 0.5 * (1 + t) + 0.5 * x64 * (1 - t**2) * _BETA * (1 + 3 * _KAPPA * x64**2)
+    bad = ~torch.isfinite(got64) & torch.isfinite(g64 * correct)
+    if bad.any():
+        where = x64[bad][0].item()
+        return (f"the gradient is nan/inf at x = {where:g}: "
+                + ("a division by x (for instance output / x for 0.5 * (1 + tanh(u))) is 0/0 at x = 0; compute "
+                   "0.5 * (1 + tanh(u)) directly" if where == 0 else
+                   "an intermediate overflows for large |x| (cosh or exp of a large argument); use 1 - tanh(u)**2"))
     if not torch.allclose(g64 * correct, correct, **near) and torch.allclose(got64, correct, **near):
         return ("backward ignores grad_output: it must return grad_output * (the derivative), the chain rule "
                 "that carries the gradient of whatever comes after GELU")
@@ -157,6 +183,8 @@ def _backward_cause(x: torch.Tensor, grad_output: torch.Tensor, got: torch.Tenso
         wrong = g64 * derivative
         if not torch.allclose(wrong, g64 * correct, **near) and torch.allclose(got64, wrong, **near):
             return cause
+    if x.dtype == torch.float64 and torch.allclose(got64, g64 * correct, rtol=1e-5, atol=1e-6):
+        return f"the gradient has float32 precision only: in backward, {_FLOAT32_PRECISION}"
     return None
 
 
@@ -208,7 +236,11 @@ def _worst(x: torch.Tensor, expected: torch.Tensor, got: torch.Tensor) -> tuple[
     x64, e64, g64 = (t.detach().double().flatten() for t in (x, expected, got))
     error = (g64 - e64).abs().nan_to_num(nan=math.inf)
     i = int(error.argmax())
-    return f"{x64[i].item():.6g}", f"{e64[i].item():.8g}", f"{g64[i].item():.8g}"
+    want, have = e64[i].item(), g64[i].item()
+    digits = 8
+    while digits < 17 and f"{want:.{digits}g}" == f"{have:.{digits}g}":
+        digits += 1  # enough digits to show where the two differ
+    return f"{x64[i].item():.6g}", f"{want:.{digits}g}", f"{have:.{digits}g}"
 
 
 def _close(got: torch.Tensor, expected: torch.Tensor, tolerance: tuple[float, float]) -> bool:
@@ -428,8 +460,9 @@ def saves_input_for_backward(student: Submission, device: torch.device) -> None:
              "checks that x was not changed since forward")
     tolerance = _GRAD_TOLERANCE[torch.float32]
     if got is not None and _close(got, at_new, tolerance) and not _close(got, at_old, tolerance):
-        cause = ("x was kept as an attribute (ctx.x = x, or a global) instead of ctx.save_for_backward(x), so "
-                 "backward silently used the CHANGED values: a wrong gradient and no error")
+        cause = ("x was kept as an attribute (ctx.x = x, or a global) instead of ctx.save_for_backward(x), or "
+                 "saved as x.data (which escapes autograd's version tracking), so backward silently used the "
+                 "CHANGED values: a wrong gradient and no error")
     elif got is not None and _close(got, at_old, tolerance):
         cause = ("backward used its own copy (a clone, or intermediate results) instead of x saved with "
                  "ctx.save_for_backward(x), so the in-place change of x went unnoticed")
@@ -537,6 +570,9 @@ def _counts_causes(graph: _Graph, got: dict) -> list[str]:
                 "that does not require grad: skip it"]
     if any(not isinstance(k, str) for k in keys):
         return ["the keys must be the type names of the nodes (strings), type(node).__name__"]
+    if keys and all(len(k) == 1 for k in keys):
+        return ["the keys are single letters: Counter.update(name) with a string counts its letters; add one per node "
+                "with counts[name] += 1 (or counts.update([name]))"]
     rest, expected = Counter(got), graph.counts
     root = type(graph.nodes[0]).__name__ if graph.nodes else None
     known = [
@@ -571,25 +607,55 @@ def _show_counts(c) -> str:
     return repr(c)
 
 
-def _expect_counts(student: Submission, cases: list[tuple[str, torch.Tensor]], what: str) -> None:
-    """Run graph_ops on every (description, t); report the first wrong one, with the slip that explains them all."""
+def _call_graph_ops(student: Submission, t: torch.Tensor, description: str):
+    """``graph_ops(t)``; an error names the input, and the usual slip where it is known."""
+    try:
+        return student.run(student.get("graph_ops"), t, _label="graph_ops")
+    except StudentCodeError as exc:
+        message = f"graph_ops(t) for {description} failed: {exc}"
+        error = exc.exception
+        if isinstance(error, AttributeError) and "'tuple' object has no attribute" in str(error):
+            message += ("\n  likely cause: each entry of node.next_functions is a pair (next_node, input_nr); unpack "
+                        "it: for child, _ in node.next_functions")
+        elif isinstance(error, AttributeError) and "NoneType" in str(error):
+            message += ("\n  likely cause: t.grad_fn is None for a leaf or a tensor that does not require grad (return "
+                        "an empty Counter then), and a None entry of next_functions marks an input that does not "
+                        "require grad (skip it)")
+        elif isinstance(error, RecursionError):
+            message += ("\n  likely cause: a recursive walk deeper than Python's recursion limit; walk with an "
+                        "explicit stack or queue instead")
+        raise StudentCodeError(message, error) from None
+
+
+def _expect_counts(student: Submission, cases: list[tuple[str, torch.Tensor]], what: str) -> list:
+    """Run graph_ops on every (description, t); report the first wrong one, with the slip that explains them all.
+
+    Returns what graph_ops returned for each case.
+    """
     graphs = [_walk_graph(t) for _, t in cases]  # before the student's code runs
-    failures = []
+    failures, results = [], []
     for (description, t), graph in zip(cases, graphs):
-        got = student.run(student.get("graph_ops"), t, _label="graph_ops")
+        got = _call_graph_ops(student, t, description)
+        results.append(got)
         counts = _as_counts(got)
         if counts is None:
             raise mismatch(what, given=description, expected=_show_counts(graph.counts),
                            got=f"{got!r} (a {type(got).__name__})",
                            cause="graph_ops must return a collections.Counter of node type names")
         if Counter(counts) != graph.counts or any(not isinstance(k, str) for k in counts):
-            failures.append((description, graph, counts, _counts_causes(graph, counts)))
+            failures.append((description, graph, counts, _counts_causes(graph, counts), t))
     if not failures:
-        return
-    description, graph, counts, causes = failures[0]
+        return results
+    description, graph, counts, causes, t = failures[0]
     # A slip shows in every graph it touches: prefer the one cause that explains all the wrong answers.
-    common = [c for c in causes if all(c in other for *_, other in failures)]
-    cause = (common or causes or [None])[0] or _difference(graph, counts)
+    common = [c for c in causes if all(c in other for *_, other, _ in failures)]
+    cause = (common or causes or [None])[0]
+    # Called again on the very same t, a correct (or consistently wrong) walk gives the same answer.
+    if _as_counts(_call_graph_ops(student, t, description)) != counts:
+        cause = ("a second call on the same t gave different counts: something survives from one call to the next "
+                 "(a Counter or a set of seen nodes created once, at module level or as a default argument); create "
+                 "them inside graph_ops, fresh for every call")
+    cause = cause or _difference(graph, counts)
     raise mismatch(what, given=description, expected=_show_counts(graph.counts), got=_show_counts(Counter(counts)),
                    cause=cause)
 
@@ -603,7 +669,7 @@ def returns_counter(student: Submission, device: torch.device) -> None:
     """The result is a collections.Counter keyed by node type name."""
     a, b = _leaf(3, device=device), _leaf(3, device=device)
     t = (a * b).sum()
-    got = student.run(student.get("graph_ops"), t, _label="graph_ops")
+    got = _call_graph_ops(student, t, "t = (a * b).sum(), with a, b leaves requiring grad")
     if not isinstance(got, Counter):
         hint = " (a dict with the same counts is not enough: start from Counter() and add 1 per node)" if isinstance(
             got, dict) else ""
@@ -653,13 +719,12 @@ def no_grad_fn_is_empty(student: Submission, device: torch.device) -> None:
         ("x * y with x, y not requiring grad", torch.randn(3).to(device) * torch.randn(3).to(device)),
     ]
     for description, t in cases:
-        try:
-            _expect_counts(student, [(f"t = {description}", t)], "a tensor with no grad_fn must give an empty Counter")
-        except StudentCodeError as exc:
-            if isinstance(exc.exception, AttributeError) and "NoneType" in str(exc.exception):
-                fail(f"graph_ops(t) for t = {description} {str(exc).split(' ', 1)[1]}\n  likely cause: t.grad_fn "
-                     "is None for a leaf or a tensor that does not require grad; return an empty Counter then")
-            raise
+        (got,) = _expect_counts(student, [(f"t = {description}", t)],
+                                "a tensor with no grad_fn must give an empty Counter")
+        if not isinstance(got, Counter):
+            fail(f"graph_ops(t) for t = {description} returned {got!r}, a {type(got).__name__}; the specification "
+                 "asks for an empty collections.Counter (likely cause: the early return for a tensor without "
+                 "grad_fn returns {} or dict(); return Counter() there too)")
 
 
 @GRAPH_OPS.check(points=1)
@@ -774,7 +839,9 @@ def residual_network(student: Submission, device: torch.device) -> None:
 # ==================================================================================================
 ACCUMULATION = exercise("grad_accumulation", chapter="02_autograd", names=["train_with_accumulation"])
 _NAME = "train_with_accumulation"
-_MICRO_BATCH = 4
+# 5 samples per micro-batch: a batch size that no accum_steps or number of micro-batches of the checks
+# equals, so "divided by the batch size" cannot be mistaken for another slip.
+_MICRO_BATCH = 5
 _PARAM_TOLERANCE = dict(rtol=1e-6, atol=1e-9)
 
 
@@ -866,6 +933,14 @@ def _run_student(student: Submission, setup: _Setup) -> tuple[object, list[torch
     try:
         got = student.run(student.get(_NAME), setup.model, setup.micro_batches, setup.loss_fn, setup.optimizer,
                           setup.accum, _label=_NAME)
+    except StudentCodeError as exc:
+        message = f"{_NAME} failed on {setup.description}: {exc}"
+        error = exc.exception
+        if isinstance(error, AttributeError) and "'NoneType' object has no attribute" in str(error):
+            message += ("\n  likely cause: a parameter's .grad is None until its first backward (and again after "
+                        "zero_grad(), which sets it to None by default); clear gradients with optimizer.zero_grad(), "
+                        "or skip parameters whose .grad is None")
+        raise StudentCodeError(message, error) from None
     finally:
         handle.remove()
     return got, seen
@@ -900,6 +975,8 @@ def _training_cause(setup: _Setup, seen: list[torch.Tensor]) -> str | None:
             (right / accum, "the gradient was divided by accum_steps twice (divide each micro-batch's loss once)"),
             (right * accum / n_micro, "the loss was divided by len(micro_batches) instead of accum_steps (the number "
                                       "of micro-batches per window)"),
+            (right / _MICRO_BATCH, "the loss was also divided by the batch size: loss_fn already returns the mean "
+                                   "over the micro-batch, so divide by accum_steps only"),
             (last / accum, "zero_grad() runs every micro-batch, so only the last micro-batch's gradient is left "
                            "when optimizer.step() runs; clear gradients once per window"),
             (last, "zero_grad() runs every micro-batch, so only the last micro-batch's gradient is left when "
@@ -999,7 +1076,7 @@ def _same_floats(got: list[float], expected: list[float]) -> bool:
 
 @ACCUMULATION.check(points=1)
 def losses_are_window_means(student: Submission, device: torch.device) -> None:
-    """Each returned loss is the mean of its window's micro-batch losses."""
+    """Each returned loss is the mean of its window's micro-batch losses (measured before the window's step)."""
     setup = _setup(device, _sgd(0.0), "SGD(lr=0) (so the parameters stay put)", n_micro=6, accum=3)
     got, _ = _run_student(student, setup)
     try:
@@ -1008,6 +1085,7 @@ def losses_are_window_means(student: Submission, device: torch.device) -> None:
         fail(f"{_NAME} returned {got!r}; it must return a list of floats")
     expected, micro = setup.expected.losses, setup.expected.micro_losses
     if _same_floats(values, expected):
+        _expect_losses_along_the_way(student, device)
         return
     candidates = [
         ([sum(m) for m in micro], "the window's losses were summed; return their mean (divide by accum_steps)"),
@@ -1017,6 +1095,9 @@ def losses_are_window_means(student: Submission, device: torch.device) -> None:
         ([m[0] for m in micro], "only the first micro-batch's loss of each window was kept; average all of them"),
         ([x for m in micro for x in m], "one loss per micro-batch was returned; return one per window (their mean)"),
     ]
+    running = [sum(sum(m) for m in micro[:k + 1]) / setup.accum for k in range(len(micro))]
+    candidates.append((running, "the running total of the losses is not reset between windows: start each window's "
+                                "total at 0"))
     cause = None
     for wrong, why in candidates:
         if _same_floats(values, wrong):
@@ -1024,6 +1105,48 @@ def losses_are_window_means(student: Submission, device: torch.device) -> None:
             break
     raise mismatch("the returned losses are not the windows' mean losses", given=setup.description,
                    expected=repr([round(e, 6) for e in expected]), got=repr([round(v, 6) for v in values]), cause=cause)
+
+
+def _expect_losses_along_the_way(student: Submission, device: torch.device) -> None:
+    """With a learning rate > 0: each loss is measured before its window's step, on the student's own trajectory.
+
+    The expected losses are taken from the student's own model at each optimizer.step() (a step pre-hook
+    evaluates the window's micro-batches just before the step, and a post-hook just after), so a gradient
+    slip does not show here as well: only when the losses are measured counts.
+    """
+    setup = _setup(device, _sgd(0.1), "SGD(lr=0.1) (so the parameters move at every step)", n_micro=6, accum=3)
+    windows = [setup.micro_batches[i:i + setup.accum] for i in range(0, len(setup.micro_batches), setup.accum)]
+    before, after = [], []
+
+    def window_loss(k: int) -> float | None:
+        if k >= len(windows):
+            return None
+        with torch.no_grad():
+            return sum(setup.loss_fn(setup.model(x), y).item() for x, y in windows[k]) / setup.accum
+
+    pre = setup.optimizer.register_step_pre_hook(lambda *_: before.append(window_loss(len(before))))
+    post = setup.optimizer.register_step_post_hook(lambda *_: after.append(window_loss(len(after))))
+    try:
+        got = student.run(student.get(_NAME), setup.model, setup.micro_batches, setup.loss_fn, setup.optimizer,
+                          setup.accum, _label=_NAME)
+    finally:
+        pre.remove()
+        post.remove()
+    if len(before) != len(windows) or not isinstance(got, list):
+        return  # a wrong number of steps, or a wrong return type, is reported by the other checks
+    try:
+        values = [float(v) for v in got]
+    except (TypeError, ValueError):
+        return
+    if _same_floats(values, before):
+        return
+    cause = None
+    if _same_floats(values, after):
+        cause = ("the losses were computed after optimizer.step(), with the updated parameters; return the mean of the "
+                 "losses of the forward passes that produced the window's gradient (loss.item() before the step)")
+    raise mismatch("with a learning rate > 0, the returned losses are not the windows' mean losses before each step",
+                   given=setup.description, expected=repr([round(e, 6) for e in before]),
+                   got=repr([round(v, 6) for v in values]), cause=cause)
 
 
 @ACCUMULATION.check(points=1)
