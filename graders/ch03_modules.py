@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -167,14 +168,36 @@ def _own_parameter(module: nn.Module, name: str, label: str, *, nested_ok: bool 
     return None
 
 
-def _glu_parameters(module: nn.Module, label: str, in_f: int, out_f: int, *, bias: bool = True):
-    """Detached copies of the module's own weight and bias: what the expected value is computed from."""
+def _make_usable(value: torch.Tensor, in_f: int) -> None:
+    """Refill, in place, a Parameter that holds non-finite or huge values (an uninitialised torch.empty).
+
+    The forward checks compare the output with F.glu on the module's own parameters; with garbage
+    values both sides overflow and NaN never equals NaN, so a right forward would fail for what is an
+    initialisation mistake (which init_like_linear reports). Uniform values like nn.Linear's let the
+    forward checks grade the forward pass.
+    """
+    if not value.is_floating_point():
+        return
+    with torch.no_grad():
+        if not bool(torch.isfinite(value).all()) or (value.numel() and value.abs().max().item() > 1e4):
+            bound = 1 / math.sqrt(max(in_f, 1))
+            value.uniform_(-bound, bound)
+
+
+def _glu_parameters(module: nn.Module, label: str, in_f: int, out_f: int, *, bias: bool = True,
+                    usable: bool = True):
+    """Detached copies of the module's own weight and bias: what the expected value is computed from.
+
+    With ``usable`` (the forward checks), parameters left uninitialised are first refilled in place.
+    """
     weight = _own_parameter(module, "weight", label, nested_ok=True)
     b = _own_parameter(module, "bias", label, nested_ok=True) if bias else None
     for name, value, shape in [("weight", weight, (2 * out_f, in_f)), ("bias", b, (2 * out_f,))]:
         if value is not None and tuple(value.shape) != shape:
             fail(f"{label}.{name} has shape {tuple(value.shape)}, expected {shape} (see parameters_registered); "
                  "the output is compared with F.glu(F.linear(x, weight, bias)), which needs that shape")
+        if value is not None and usable:
+            _make_usable(value, in_f)
     return weight.detach().clone(), (b.detach().clone() if b is not None else None)
 
 
@@ -216,14 +239,31 @@ def _glu_value_cause(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
         (a * g, "the gate g must go through sigmoid: the output is a * sigmoid(g), not a * g"),
         (torch.sigmoid(a * g), "sigmoid was applied to the product; the output is a * sigmoid(g)"),
         (lambda: F.glu(F.linear(x, weight), dim=-1), "the bias was not added: h = x @ weight.T + bias"),
+        (torch.sigmoid(a) * torch.sigmoid(g), "sigmoid was applied to both halves; only the gate g goes through "
+                                              "sigmoid: a * sigmoid(g)"),
     ]
+    if bias is not None:
+        h0 = F.linear(x, weight)
+        a0, g0 = h0[..., :half], h0[..., half:]
+        candidates += [
+            ((a0 + bias[:half]) * torch.sigmoid(g0), "the bias was added to the first half a only; h = x @ weight.T "
+                                                     "+ bias adds all 2 * out_features entries, to a and to g"),
+            (a0 * torch.sigmoid(g0 + bias[half:]), "the bias was added to the gate g only; h = x @ weight.T + bias "
+                                                   "adds all 2 * out_features entries, to a and to g"),
+            (lambda: F.glu(h + bias, dim=-1), "the bias was added twice: F.linear(x, weight, bias) (or nn.Linear) "
+                                              "already adds it"),
+        ]
     return _named_cause(got, candidates, rtol, atol, right)
 
 
 def _glu_error_hint(error: str) -> str | None:
+    if "values to unpack" in error:
+        return ("h must be split into exactly two halves along the last dim: h.chunk(2, dim=-1), or "
+                "h.split(out_features, dim=-1) (h.split(2, dim=-1) makes pieces of size 2, not 2 pieces)")
     if "cannot be multiplied" in error or "size mismatch" in error or "must match the size" in error:
         return ("weight has shape (2 * out_features, in_features), like nn.Linear's: h = x @ weight.T + bias "
-                "(or F.linear(x, weight, bias)); also split h along the LAST dim")
+                "(or F.linear(x, weight, bias)); x.T reverses EVERY dim of an input with more than 2 dims, so "
+                "transpose the weight, not x; also split h along the LAST dim")
     if "too many indices" in error or "out of range" in error:
         return ("index the feature dim from the end (h[..., :out_features], h.chunk(2, dim=-1)): with any number "
                 "of leading dims, including none, the features are always the last dim")
@@ -327,10 +367,18 @@ def _init_cause(values: torch.Tensor, in_f: int, out_f: int, what: str) -> str |
     if top == 0:
         return (f"the {what} is all zeros; nn.Linear draws it uniform in [-1/sqrt(in_features), 1/sqrt(in_features)]"
                 + (" (a zero bias is a different initialisation)" if what == "bias" else ""))
+    if v.numel() > 1 and std == 0:
+        return (f"every value is {v[0].item():.6g}: a constant initialisation; nn.Linear draws each value uniform "
+                "in [-1/sqrt(in_features), 1/sqrt(in_features)]")
     if v.min().item() >= 0:
         return "every value is >= 0: torch.rand is uniform in [0, 1); shift and scale it to [-bound, bound]"
     if 0.8 < std < 1.25 and top > 2:
         return "std is about 1: torch.randn is a standard normal; nn.Linear uses uniform(-1/sqrt(in_features), +)"
+    bound = 1 / math.sqrt(in_f)
+    if abs(std - bound) < 0.2 * bound and top > 1.5 * bound:
+        return ("a normal distribution with std 1/sqrt(in_features) (torch.randn(...) / sqrt(in_features)?); "
+                "nn.Linear draws uniform in [-1/sqrt(in_features), 1/sqrt(in_features)], whose std is "
+                "1/sqrt(3 * in_features) and which never goes past the bound")
     known = [
         (1 / math.sqrt(2 * out_f), "the bound uses the weight's row count 2 * out_features as fan_in; fan_in is "
                                    "in_features (weight.shape[1]): bound = 1/sqrt(in_features)"),
@@ -341,11 +389,38 @@ def _init_cause(values: torch.Tensor, in_f: int, out_f: int, what: str) -> str |
                                             "initialisation: bound = 1/sqrt(in_features)"),
         (math.sqrt(3 / in_f), "kaiming_uniform_ with a=1 (bound sqrt(3/fan_in)); nn.Linear uses a=math.sqrt(5)"),
         (1.0, "uniform in [-1, 1]; nn.Linear scales the bound to 1/sqrt(in_features)"),
+        (1 / in_f, "the bound is 1/in_features; nn.Linear's is 1/sqrt(in_features) (the square root is missing)"),
     ]
     for bound, cause in known:
         if abs(top - bound) < 0.1 * bound and abs(std - bound / math.sqrt(3)) < 0.2 * bound / math.sqrt(3):
             return cause
     return None
+
+
+def _make_counting_resets(student: Submission, args: Sequence[Any], resets: list[int]) -> nn.Module:
+    """Construct GLU(*args); when the student's class defines its own reset_parameters, count its calls.
+
+    ``resets`` gets one number, the count, for a class with its own reset_parameters (not nn.Linear's);
+    the method is wrapped only while the constructor runs, then put back.
+    """
+    cls = student.get("GLU")
+    owner = next((klass for klass in getattr(cls, "__mro__", ()) if "reset_parameters" in vars(klass)), None)
+    original = vars(owner)["reset_parameters"] if owner is not None else None
+    if owner is None or not inspect.isfunction(original) or original.__module__.startswith("torch."):
+        return _make(student, "GLU", args)
+    calls = [0]
+
+    def counting(self, *a, **k):
+        calls[0] += 1
+        return original(self, *a, **k)
+
+    try:
+        setattr(owner, "reset_parameters", counting)
+        module = _make(student, "GLU", args)
+    finally:
+        setattr(owner, "reset_parameters", original)
+    resets.append(calls[0])
+    return module
 
 
 @GLU_EXERCISE.check(points=1)
@@ -354,10 +429,11 @@ def init_like_linear(student: Submission, device: torch.device) -> None:
     # Sizes with in_features != 2 * out_features, so fan_in mixed up with the row count shows. The
     # statistics below hold for any uniform(-bound, bound) draw by a wide margin (6 sigma or more).
     for in_f, out_f in [(100, 30), (9, 40)]:
-        module = _make(student, "GLU", (in_f, out_f))
+        resets: list[int] = []
+        module = _make_counting_resets(student, (in_f, out_f), resets)
         label = f"GLU({in_f}, {out_f})"
         bound = 1 / math.sqrt(in_f)
-        weight, bias = _glu_parameters(module, label, in_f, out_f)
+        weight, bias = _glu_parameters(module, label, in_f, out_f, usable=False)
         for name, values, std_band, mean_band in [("weight", weight, 0.15, 0.15), ("bias", bias, 0.4, 0.5)]:
             v = values.cpu().double().reshape(-1)
             top, std, mean = v.abs().max().item(), v.std().item(), v.mean().item()
@@ -373,11 +449,15 @@ def init_like_linear(student: Submission, device: torch.device) -> None:
             elif abs(mean) > mean_band * bound:
                 problems.append(f"mean {mean:.4g} is far from 0")
             if problems:
+                cause = None if not torch.isfinite(v).all() else _init_cause(v, in_f, out_f, name)
+                if resets == [0]:  # the class defines reset_parameters(), and constructing it never called it
+                    cause = ("your class defines reset_parameters(), but GLU(...) never calls it, so the values are "
+                             "whatever the tensor was created with (torch.empty: whatever memory holds): call "
+                             "self.reset_parameters() at the end of __init__")
                 raise mismatch(f"{label}.{name} is not initialised like nn.Linear",
                                given=f"{label}: {v.numel()} values, bound 1/sqrt({in_f}) = {bound:.4g}",
                                expected=f"uniform in [-{bound:.4g}, {bound:.4g}] (std {uniform_std:.4g})",
-                               got=f"{problems[0]}; values {_values(v)}",
-                               cause=_init_cause(v, in_f, out_f, name))
+                               got=f"{problems[0]}; values {_values(v)}", cause=cause)
 
 
 @GLU_EXERCISE.check(points=1)
@@ -529,12 +609,13 @@ def _batchnorm_trace(batches: Sequence[torch.Tensor], momentum: float | None, ep
     bn = nn.BatchNorm1d(batches[0].shape[1], eps=eps, momentum=momentum, affine=False, dtype=torch.float64)
     if initial is not None:
         bn.load_state_dict(initial)
-    steps = []
+    steps, seen = [], 0
     for x in batches:
         before = _state(bn)
         with _serial():
             y = bn(x.clone())
-        steps.append({"x": x, "y": y.detach().clone(), "before": before, "after": _state(bn)})
+        steps.append({"x": x, "y": y.detach().clone(), "before": before, "after": _state(bn), "seen": seen})
+        seen += x.shape[0]
     return steps
 
 
@@ -586,8 +667,22 @@ def _norm_buffer_cause(name: str, step: dict[str, Any], got: torch.Tensor, momen
         if _close(got, before[name], 0, 0):
             return "num_batches_tracked is not incremented: add 1 for every batch seen in training mode"
         return None
+    if momentum is None and count == 1 and not bool(torch.isfinite(got).all()):
+        return ("the first batch gives non-finite values: the cumulative factor 1 / num_batches_tracked was computed "
+                "BEFORE incrementing it (1 / 0); add 1 to num_batches_tracked first, then factor = 1 / "
+                "num_batches_tracked (1 for the first batch)")
     new = x.mean(0) if name == "running_mean" else x.var(0, unbiased=True)
     candidates = []
+    if momentum is None and step.get("seen"):
+        n = x.shape[0]
+        candidates.append((_blend(old, new, n / (step["seen"] + n)),
+                           "the batches were weighted by their size (samples seen so far); momentum=None averages "
+                           "the BATCHES equally: factor = 1 / num_batches_tracked"))
+    if momentum == 0:
+        candidates.append((_blend(old, new, 1.0 / count),
+                           "momentum=0.0 was treated like None (a cumulative average): `if self.momentum:` and "
+                           "`self.momentum or ...` are False for 0.0; test `self.momentum is None`. With momentum 0 "
+                           "the running statistics never change"))
     if momentum is None:
         if factor != 1.0:  # with factor 1 the reversed blend keeps the old value: see `stale` below
             candidates.append((_blend(new, old, factor),
@@ -619,6 +714,21 @@ def _norm_buffer_cause(name: str, step: dict[str, Any], got: torch.Tensor, momen
     candidates.append((old, stale))
     if name == "running_var":
         var_b = x.var(0, unbiased=False)
+        n = x.shape[0]
+        # running = (1 - f) * old + f * var_b * k for one constant k other than N / (N - 1): a wrong N.
+        with torch.no_grad():
+            k = (got - (1 - factor) * old) / (factor * var_b) if factor else None
+        constant_k = (k is not None and k.numel() > 0 and bool(torch.isfinite(k).all())
+                      and float(k.max() - k.min()) < 1e-6 * float(k.abs().max()))
+        if constant_k and abs(float(k.mean()) - n / (n - 1)) > 1e-6 and abs(float(k.mean()) - 1) > 1e-9:
+            k_mean = float(k.mean())
+            hint = ""
+            for other, what in ((x.shape[1], "x.shape[1], the number of features"),
+                                (x.numel(), "x.numel(), every element")):
+                if other > 1 and abs(k_mean - other / (other - 1)) < 1e-6 * k_mean:
+                    hint = f" (here N was {what})"
+            return (f"running_var got the biased variance times {k_mean:.6g}; the unbiased correction is N / (N - 1) "
+                    f"= {n / (n - 1):.6g} with N = x.shape[0] = {n}, the batch size{hint}")
         candidates += [
             (_blend(old, var_b, factor),
              "running_var is updated with the BIASED batch variance; BatchNorm feeds the UNBIASED variance "
@@ -672,6 +782,12 @@ def _train_and_compare(student: Submission, module: nn.Module, label: str, devic
                 fail(f"{what}\n  input: {given}\n  {name} is {_dtype_name(value.dtype)} although the module was "
                      "converted with .double()\n  likely cause: it is not a registered buffer (.double() skipped "
                      "it), or it was replaced by a tensor created with the default dtype")
+            if name != "num_batches_tracked" and value.numel() == right.numel() and \
+                    tuple(value.shape) != tuple(right.shape):
+                fail(f"{what}\n  input: {given}\n  after the batch, {name} has shape {tuple(value.shape)}; it must keep "
+                     f"its shape {tuple(right.shape)}, as BatchNorm's (a state_dict() saved now no longer loads into "
+                     f"a fresh module)\n  likely cause: the batch statistics were computed with keepdim=True (or "
+                     "unsqueezed) and assigned to the buffer; keep the buffers 1-D and broadcast in the arithmetic")
             if value.numel() != right.numel() or not _close(value.reshape(right.shape), right, _BUF_RTOL, _BUF_ATOL):
                 raise mismatch(f"{what}: wrong {name} after batch {i + 1}", given=given,
                                expected=f"{_values(right)}  (nn.BatchNorm1d(affine=False) on the same batches)",
@@ -802,8 +918,9 @@ def train_matches_batchnorm(student: Submission, device: torch.device) -> None:
 
 @RUNNING_NORM_EXERCISE.check(points=1)
 def momentum_and_eps(student: Submission, device: torch.device) -> None:
-    """Other momentum and eps values (given positionally and by keyword) match BatchNorm1d."""
-    settings = [((0.5, 1e-3), {}), ((), {"momentum": 1.0, "eps": 1e-2}), ((), {"eps": 1e-4, "momentum": 0.02})]
+    """Other momentum (0 included) and eps values (given positionally and by keyword) match BatchNorm1d."""
+    settings = [((0.5, 1e-3), {}), ((), {"momentum": 1.0, "eps": 1e-2}), ((), {"eps": 1e-4, "momentum": 0.02}),
+                ((), {"momentum": 0.0, "eps": 1e-3})]
     runs = []
     for args, kwargs in settings:
         momentum, eps = (args if args else (kwargs["momentum"], kwargs["eps"]))
@@ -828,7 +945,8 @@ def momentum_and_eps(student: Submission, device: torch.device) -> None:
 @RUNNING_NORM_EXERCISE.check(points=1)
 def momentum_none_cumulative(student: Submission, device: torch.device) -> None:
     """momentum=None keeps a cumulative average of the batch statistics, like BatchNorm1d(momentum=None)."""
-    steps = _batchnorm_trace(_norm_batches(4, [6, 3, 12, 5]), None, 1e-5)
+    # Sizes where weighting by batch size (4/10, 12/22, ...) differs from both 1/k and the off-by-one 1/(k+1).
+    steps = _batchnorm_trace(_norm_batches(4, [6, 4, 12, 5]), None, 1e-5)
     module, label = _make_norm(student, device, 4, (), {"momentum": None})
     _train_and_compare(student, module, label, device, steps, None, 1e-5,
                        "with momentum=None, training mode differs from nn.BatchNorm1d(4, momentum=None, affine=False)")
@@ -859,6 +977,9 @@ def eval_uses_running_stats(student: Submission, device: torch.device) -> None:
 
         def cause(x=x, got=got) -> str | None:
             batch = (x - x.mean(0)) / (x.var(0, unbiased=False) + 1e-5).sqrt()
+            if _close(got, batch, _OUT_RTOL, _OUT_ATOL) and _tests_train_method(module):
+                return ("eval mode still normalises with the batch's own statistics: `self.train` (no parentheses) "
+                        "is a method, which is always true; the flag is `self.training`")
             return _named_cause(got.detach().cpu().double(), [
                 (batch, "eval mode still normalises with the batch's own statistics; in eval mode (self.training is "
                         "False) use running_mean and running_var"),
@@ -951,6 +1072,15 @@ def input_gradient_matches_batchnorm(student: Submission, device: torch.device) 
         if not _close(x.grad, want, 1e-6, 1e-9):
             raise mismatch("x.grad differs from nn.BatchNorm1d(affine=False)'s", given=given,
                            expected=_values(want), got=_values(x.grad), cause=cause())
+
+
+def _tests_train_method(module: nn.Module) -> bool:
+    """Whether the module's forward tests ``self.train`` (the method, always true) instead of ``self.training``."""
+    try:
+        source = inspect.getsource(type(module).forward)
+    except (OSError, TypeError):
+        return False
+    return re.search(r"\bself\.train\b(?!\s*\()", source) is not None
 
 
 def _detached_mean_grad(batch: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:

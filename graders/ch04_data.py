@@ -122,6 +122,9 @@ def _padding_cause(batch: Batch, got: torch.Tensor) -> str | None:
     shortest = min(lengths)
     if got.shape[1] == shortest and got.tolist() == [s[:shortest] for s in seqs]:
         return "the sequences were cut to the shortest one; pad every sequence up to the longest instead"
+    if got.shape[1] > width and got[:, width:].eq(0).all() and got[:, :width].tolist() == rows:
+        return (f"padded is {got.shape[1]} wide, with extra columns of 0s: pad up to the longest sequence of THIS "
+                f"batch (here {width}), not to a fixed or larger width")
     if got.shape[1] != width:
         return None
     left = [[0] * (width - len(s)) + s for s in seqs]
@@ -154,12 +157,41 @@ def returns_int64_tensors(student: Submission, device: torch.device) -> None:
                 "lengths": "lengths count tokens: build them with dtype=torch.long",
                 "labels": "labels are class indices (what CrossEntropyLoss wants): build them with dtype=torch.long",
             }[name]
+            if not value.is_floating_point() and value.dtype != torch.bool:
+                cause = (f"{str(value.dtype).removeprefix('torch.')} is an integer type, but not int64: pass "
+                         "dtype=torch.long (torch.int64), or convert with .long()")
             fail(f"pad_collate({given}) returned {name} of dtype {str(value.dtype).removeprefix('torch.')}; the "
                  f"spec asks for int64 (likely cause: {cause})")
         if tuple(value.shape) != shape:
             cause = _padding_cause(batch, value.detach().cpu()) if name == "padded" else None
             raise mismatch(f"{name} has the wrong shape", given=given, expected=f"shape {shape}",
                            got=f"shape {tuple(value.shape)}", cause=cause)
+
+
+def _lengths_cause(batch: Batch, got_list: list, labels_list: list) -> str | None:
+    """Name a known mistake in the lengths the student returned."""
+    _, lengths, _ = _expected_collate(batch)
+    cause = None
+    nonzero = [sum(1 for t in seq.tolist() if t != 0) for seq, _ in batch]
+    one_short = [n - 1 for n in lengths]
+    sorted_lengths = sorted(lengths, reverse=True)
+    width = max(lengths, default=0)
+    if got_list == nonzero and got_list == one_short:
+        cause = ("each length is one short of len(sequence) here (counting the non-zero tokens? the index of the "
+                 "last token?); a token can be 0 too: record len(sequence) itself")
+    elif got_list == nonzero:
+        cause = ("the lengths count the non-zero tokens, but a token can be 0 too; record len(sequence) "
+                 "before padding")
+    elif got_list == one_short:
+        cause = "each length is len(sequence) - 1 (the index of the last token?); record len(sequence) itself"
+    elif got_list == [width] * len(lengths) and len(set(lengths)) > 1:
+        cause = ("every length is max_len: they were measured after padding (len of a padded row); record "
+                 "len(sequence) of each input sequence")
+    elif got_list == [int(label) for _, label in batch] and labels_list == lengths:
+        cause = "lengths and labels are swapped: return (padded, lengths, labels) in that order"
+    elif got_list in (sorted_lengths, sorted(lengths)):
+        cause = "the lengths are sorted; keep them in the order of batch"
+    return cause
 
 
 def _expect_collate(student: Submission, batch: Batch, what: str, *, parts=("padded", "lengths", "labels")) -> None:
@@ -174,14 +206,7 @@ def _expect_collate(student: Submission, batch: Batch, what: str, *, parts=("pad
                            expected=f"{rows}  (shape {(len(rows), width)})" if width else f"shape {(len(rows), 0)}",
                            got=f"{shown}(shape {tuple(padded_got.shape)})", cause=_collate_cause(batch, padded_got))
     if "lengths" in parts and lengths_got.tolist() != lengths:
-        cause = None
-        nonzero = [sum(1 for t in seq.tolist() if t != 0) for seq, _ in batch]
-        sorted_lengths = sorted(lengths, reverse=True)
-        if lengths_got.tolist() == nonzero:
-            cause = ("the lengths count the non-zero tokens, but a token can be 0 too; record len(sequence) "
-                     "before padding")
-        elif lengths_got.tolist() in (sorted_lengths, sorted(lengths)):
-            cause = "the lengths are sorted; keep them in the order of batch"
+        cause = _lengths_cause(batch, lengths_got.tolist(), labels_got.tolist())
         raise mismatch(f"{what}: wrong lengths", given=given, expected=str(lengths), got=str(lengths_got.tolist()),
                        cause=cause)
     if "labels" in parts and labels_got.tolist() != labels:
@@ -226,7 +251,15 @@ def keeps_batch_order(student: Submission, device: torch.device) -> None:
         padded_got, lengths_got, labels_got = _collate(student, batch)
         if padded_got.tolist() != rows or lengths_got.tolist() != length_list or labels_got.tolist() != labels:
             cause = _collate_cause(batch, padded_got)
-            raise mismatch("the rows are not in the order of batch", given=_describe_batch(batch),
+            what = "the rows are not in the order of batch"
+            if padded_got.tolist() == rows and lengths_got.tolist() != length_list and (
+                    sorted(lengths_got.tolist()) != sorted(length_list)):
+                what = "the lengths are wrong, not only out of order (see lengths_and_labels)"
+                cause = _lengths_cause(batch, lengths_got.tolist(), labels_got.tolist())
+            elif padded_got.tolist() == rows and lengths_got.tolist() == length_list and (
+                    sorted(labels_got.tolist()) != sorted(labels)):
+                what = "the labels are wrong, not only out of order (see lengths_and_labels)"
+            raise mismatch(what, given=_describe_batch(batch),
                            expected=f"padded {rows}, lengths {length_list}, labels {labels}",
                            got=f"padded {padded_got.tolist()}, lengths {lengths_got.tolist()}, "
                                f"labels {labels_got.tolist()}", cause=cause)
@@ -280,7 +313,9 @@ def works_in_dataloader(student: Submission, device: torch.device) -> None:
             raise mismatch(f"batch {number} of DataLoader(dataset, batch_size=4, collate_fn=pad_collate) is wrong",
                            given=_describe_batch(chunk), expected=f"padded {rows}, lengths {lengths}, labels {labels}",
                            got=f"padded {got[0].tolist()}, lengths {got[1].tolist()}, labels {got[2].tolist()}",
-                           cause=_collate_cause(chunk, got[0]))
+                           cause=_collate_cause(chunk, got[0]) or (
+                               _lengths_cause(chunk, got[1].tolist(), got[2].tolist())
+                               if got[1].tolist() != lengths else None))
 
 
 @PAD_COLLATE.check(points=1)
@@ -291,8 +326,14 @@ def does_not_modify_inputs(student: Submission, device: torch.device) -> None:
     items = list(batch)
     student.run(student.get("pad_collate"), batch, _label="pad_collate")
     if len(batch) != len(saved) or any(a is not b for a, b in zip(batch, items)):
-        fail(f"pad_collate changed the list it was given ({_describe_batch(saved)}): its items were reordered, "
-             "added or removed (likely cause: batch.sort(...) or batch.pop(...); use sorted(...) or a new list)")
+        if len(batch) != len(saved):
+            how, cause = "items were added or removed", "batch.pop(...), batch.append(...) or del batch[i]"
+        elif sorted(map(id, batch)) == sorted(map(id, items)):
+            how, cause = "items were reordered", "batch.sort(...) or batch.reverse()"
+        else:
+            how, cause = "items were replaced by new ones", "batch[i] = (padded_sequence, label)"
+        fail(f"pad_collate changed the list it was given ({_describe_batch(saved)}): its {how} (likely cause: "
+             f"{cause}; leave the caller's list alone: use sorted(...) or build a new list)")
     for (seq, _), (before, label) in zip(batch, saved):
         if seq.shape != before.shape or not torch.equal(seq, before):
             fail(f"pad_collate changed an input sequence in place: {before.tolist()} became {seq.tolist()} "
@@ -343,8 +384,22 @@ def _at_most(iterable: Any, limit: int) -> list:
     return list(itertools.islice(iterable, limit))
 
 
+_NOT_AN_ITERATOR = ("__iter__ must return an ITERATOR: return iter(range(...)) (a list or a range is iterable, "
+                    "but not an iterator), or make __iter__ a generator with yield")
+
+
+def _with_iter_hint(exc: StudentCodeError) -> StudentCodeError:
+    """The student's error, with the likely cause when __iter__ returned a list or a range."""
+    if "returned non-iterator" in str(exc):
+        return StudentCodeError(f"{exc}\n  likely cause: {_NOT_AN_ITERATOR}", exc.exception)
+    return exc
+
+
 def _direct_values(student: Submission, stream: Any, label: str, size: int) -> list[int]:
-    items = student.run(lambda: _at_most(iter(stream), 2 * size + 10), _label=label)
+    try:
+        items = student.run(lambda: _at_most(iter(stream), 2 * size + 10), _label=label)
+    except StudentCodeError as exc:
+        raise _with_iter_hint(exc) from None
     return [_as_int(v, label) for v in items]
 
 
@@ -411,8 +466,9 @@ def _loader_values(student: Submission, stream: Any, loader: DataLoader, label: 
                 i, m = own[-1]
                 code = lines[i + 1].strip() if i + 1 < len(lines) - 1 else ""
                 where = f"\n    at {os.path.basename(m.group(1))}, line {m.group(2)}, in {m.group(3)}: {code}"
-            raise StudentCodeError(f"{label}: a worker process raised {lines[-1].strip()}{where}") from None
-        raise
+            raise _with_iter_hint(StudentCodeError(f"{label}: a worker process raised {lines[-1].strip()}{where}")) \
+                from None
+        raise _with_iter_hint(exc) from None
     finally:
         for iterator in iterators:  # here, outside the time limit, which could interrupt the clean-up
             _stop_workers(iterator)
@@ -660,6 +716,13 @@ def _bias_corrected(raw: Sequence[float], smooth: float) -> list[float]:
     return out
 
 
+def _ema_from_zero(raw: Sequence[float], smooth: float) -> list[float]:
+    out: list[float] = []
+    for loss in raw:
+        out.append(smooth * loss + (1 - smooth) * (out[-1] if out else 0.0))
+    return out
+
+
 def _swapped(raw: Sequence[float], smooth: float) -> list[float]:
     out: list[float] = []
     for loss in raw:
@@ -679,7 +742,8 @@ def _first_over(values: Sequence[float], threshold: float, reference: str = "min
 
 def _scripted(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn, loader, *, start_lr: float,
               end_lr: float, num_iter: int, smooth: float, diverge_threshold: float, stop: bool = True,
-              zero_grad: bool = True, train: bool = True, same_batch: bool = False) -> _Run:
+              zero_grad: bool = True, train: bool = True, same_batch: bool = False,
+              loss_after_step: bool = False) -> _Run:
     """The specification as a script; the keyword flags give known wrong variants for diagnoses."""
     if train:
         model.train()
@@ -705,11 +769,21 @@ def _scripted(model: nn.Module, optimizer: torch.optim.Optimizer, loss_fn, loade
         loss = loss_fn(model(inputs), targets)
         loss.backward()
         optimizer.step()
+        if loss_after_step:
+            loss = loss_fn(model(inputs), targets)
         raw.append(float(loss.detach().cpu()))
         lrs.append(lr)
         if stop and _first_over(_ema(raw, smooth), diverge_threshold) == i:
             break
     return _Run(lrs, _ema(raw, smooth), raw)
+
+
+def _raw_logspace(start: float, end: float, num: int, n: int) -> list[float]:
+    """np.logspace(start_lr, end_lr, num_iter): the lrs taken as exponents of 10 (a known mistake)."""
+    if num < 1:
+        return []
+    with np.errstate(all="ignore"):
+        return [float(v) for v in np.logspace(start, end, num)[:n]]
 
 
 def _close(got: Sequence[float], expected: Sequence[float], rtol: float = _LOSS_RTOL, atol: float = _LOSS_ATOL) -> bool:
@@ -755,14 +829,17 @@ class _Trial:
     """
 
     def __init__(self, device: torch.device, *, kind: str = "sgd", batches: int = 16, batch_size: int = 8,
-                 mode: str = "train", **params: Any) -> None:
+                 mode: str = "train", learnable: bool = False, **params: Any) -> None:
         self.params = params
-        self.kind, self.mode = kind, mode
+        self.kind, self.mode, self.learnable = kind, mode, learnable
         self.model, self.optimizer = _model_and_optimizer(device, kind)
         self.loss_fn = nn.CrossEntropyLoss()
         samples = batches * batch_size
         self.x = torch.randn(samples, 6).to(device)
-        self.y = torch.randint(0, 3, (samples,)).to(device)
+        if learnable:  # labels the MLP can learn, so the loss first falls well below its start, then diverges
+            self.y = (self.x.cpu() @ torch.randn(6, 3)).argmax(1).to(device)
+        else:
+            self.y = torch.randint(0, 3, (samples,)).to(device)
         self.batch_size = batch_size
         # Two real steps first: the optimizer has state (momentum buffers, Adam's moments and step) and
         # BatchNorm's running statistics have moved, so a restore that resets them is seen.
@@ -779,11 +856,9 @@ class _Trial:
             self.model[1].eval()
 
         self.pristine = copy.deepcopy((self.model, self.optimizer))
-        model, optimizer = copy.deepcopy(self.pristine)
-        torch.manual_seed(_RUN_SEED)
-        self.expected = _scripted(model, optimizer, nn.CrossEntropyLoss(), self._loader(), **self.full_params)
-        self.end_state = _snapshot(model)  # what the run leaves, before any restore
-        self.end_optimizer_state = copy.deepcopy(optimizer.state_dict())
+        self.run_seed = _RUN_SEED
+        self._expect_run()
+        self.reseeded_during_run = False
 
         self.before = _snapshot(self.model)
         self.before_modes = {name: m.training for name, m in self.model.named_modules()}
@@ -791,6 +866,14 @@ class _Trial:
         self.loader = self._loader()
         self.applied: list[list[float]] = []  # each group's lr at each optimizer.step()
         self.forward_modes: list[tuple[str, bool]] = []  # (module, its .training) at each module's forward
+
+    def _expect_run(self) -> None:
+        """The scripted run (seeded with ``run_seed``) on copies of the pristine model and optimizer."""
+        model, optimizer = copy.deepcopy(self.pristine)
+        torch.manual_seed(self.run_seed)
+        self.expected = _scripted(model, optimizer, nn.CrossEntropyLoss(), self._loader(), **self.full_params)
+        self.end_state = _snapshot(model)  # what the run leaves, before any restore
+        self.end_optimizer_state = copy.deepcopy(optimizer.state_dict())
 
     @property
     def full_params(self) -> dict[str, Any]:
@@ -803,7 +886,7 @@ class _Trial:
     def variant(self, **flags: Any) -> _Run:
         """A scripted run with a known mistake, from the same starting point (only computed on failure)."""
         model, optimizer = copy.deepcopy(self.pristine)
-        torch.manual_seed(_RUN_SEED)
+        torch.manual_seed(self.run_seed)
         return _scripted(model, optimizer, nn.CrossEntropyLoss(), self._loader(), **self.full_params, **flags)
 
     def given(self) -> str:
@@ -812,6 +895,8 @@ class _Trial:
         mode = {"train": "in training mode", "eval": "in eval mode",
                 "mixed": "in training mode with its BatchNorm in eval mode"}[self.mode]
         loader = f"a loader of {len(self.x) // self.batch_size} batches"
+        if self.learnable:
+            loader += " (labels a function of the inputs, so the loss can fall before it diverges)"
         return (f"lr_range_test(model, optimizer, loss_fn, loader{', ' if shown else ''}{shown}); an MLP with "
                 f"BatchNorm and Dropout {mode}, {opt} with 2 param groups, CrossEntropyLoss, {loader}")
 
@@ -829,7 +914,17 @@ class _Trial:
 
         hooks = [register_optimizer_step_pre_hook(record_lrs),
                  register_module_forward_pre_hook(record_modes)]
-        torch.manual_seed(_RUN_SEED)
+        # A solution that seeds the generator itself (torch.manual_seed(0) "for reproducibility") draws other
+        # Dropout masks than the grader's run: its seed is noted, and the expected run is made with it.
+        seeds: list[tuple[int, int]] = []
+        real_seed = torch.manual_seed
+
+        def spy_seed(seed):
+            seeds.append((int(seed), len(self.forward_modes)))
+            return real_seed(seed)
+
+        torch.manual_seed = torch.random.manual_seed = spy_seed
+        real_seed(_RUN_SEED)
         try:
             got = student.run(student.get("lr_range_test"), self.model, self.optimizer, self.loss_fn, self.loader,
                               **self.params, _label="lr_range_test")
@@ -840,8 +935,15 @@ class _Trial:
                     "when next() raises StopIteration, restart it with a new iter(loader)") from None
             raise
         finally:
+            torch.manual_seed = torch.random.manual_seed = real_seed
             for hook in hooks:
                 hook.remove()
+        if seeds:
+            before_any_forward = [seed for seed, forwards in seeds if forwards == 0]
+            self.reseeded_during_run = any(forwards > 0 for _, forwards in seeds)
+            if before_any_forward and before_any_forward[-1] != self.run_seed:
+                self.run_seed = before_any_forward[-1]
+                self._expect_run()
         return self._parse(got)
 
     def _parse(self, got: Any) -> tuple[list[float], list[float]]:
@@ -864,6 +966,34 @@ class _Trial:
         return out[0], out[1]
 
     # -- diagnoses ---------------------------------------------------------------------------------
+    def applied_cause(self, lrs: list[float]) -> str | None:
+        """Name the mistake when the param groups' lrs at optimizer.step() are not the recorded ones."""
+        original = _groups_lrs(self.before_optimizer)
+        steps = list(zip(self.applied, lrs))
+        if not steps:
+            return None
+
+        def same(a: Sequence[float], b: Sequence[float]) -> bool:
+            return len(a) == len(b) and all(math.isclose(u, v, rel_tol=1e-9) for u, v in zip(a, b))
+
+        if all(same(at_step, original) for at_step, _ in steps):
+            return ("the param groups' lrs never changed: step() reads group['lr'] of each of optimizer.param_groups; "
+                    "set it there (optimizer.defaults['lr'] or a local variable is not read by step())")
+        if same(steps[0][0], original):
+            return (f"the first optimizer.step() ran with the optimizer's own lrs {_short(original)}: the lr is set "
+                    "after the step (for the next iteration?); set the lr of iteration i on the param groups BEFORE "
+                    "that iteration's optimizer.step()")
+        if len(steps) >= 2 and all(same(at_step, [lrs[i + 1]] * len(at_step))
+                                   for i, (at_step, _) in enumerate(steps[:-1])):
+            return ("each optimizer.step() ran with the NEXT iteration's lr: record the lr that the step used, "
+                    "lr_i = start_lr * (end_lr / start_lr) ** (i / (num_iter - 1))")
+        for at_step, lr in steps:
+            hit = [math.isclose(v, lr, rel_tol=1e-9) for v in at_step]
+            if any(hit) and not all(hit):
+                return ("the lr was not set on every param group (optimizer.param_groups[0] only?); loop: for group "
+                        "in optimizer.param_groups: group['lr'] = lr")
+        return None
+
     def lr_cause(self, lrs: list[float]) -> str | None:
         p = self.full_params
         n, start, end = len(lrs), p["start_lr"], p["end_lr"]
@@ -876,6 +1006,9 @@ class _Trial:
              "the exponent is i / num_iter; it must be i / (num_iter - 1), so that the last iteration reaches end_lr"),
             ([float(v) for v in np.logspace(math.log10(start), math.log10(end), num)[:n]] if num > 0 else [],
              None),
+            (_raw_logspace(start, end, num, n),
+             "np.logspace takes exponents of 10, not the learning rates themselves: np.logspace(math.log10(start_lr), "
+             "math.log10(end_lr), num_iter), or np.geomspace(start_lr, end_lr, num_iter)"),
             ([end * (start / end) ** (i / (num - 1)) for i in range(n)],
              "the sweep runs backwards, from end_lr down to start_lr"),
             ([start * (end / start) ** ((i + 1) / (num - 1)) for i in range(n)],
@@ -901,17 +1034,27 @@ class _Trial:
                     "the spec's recursion starts at s_0 = loss_0 and has no correction")
         if _close(got, _swapped(raw, smooth)):
             return "smooth and 1 - smooth are swapped: s_i = smooth * loss_i + (1 - smooth) * s_(i-1)"
+        if _close(got, _ema_from_zero(raw, smooth)):
+            return ("the smoothed loss starts from 0 (s_0 = smooth * loss_0); the spec starts the recursion at "
+                    "s_0 = loss_0")
+        if self.reseeded_during_run:
+            return ("your code calls torch.manual_seed during the sweep: that changes the random numbers Dropout "
+                    "draws, so the losses are not those of the run the spec describes; do not reseed in lr_range_test")
         if any(not training for _, training in self.forward_modes):
             return ("the model was not in training mode during the sweep: call model.train() first (Dropout and "
                     "BatchNorm behave differently in eval mode)")
-        if self.applied and any(len(set(lrs_at_step)) > 1 for lrs_at_step in self.applied):
-            return "the lr was not set on every param group: loop over optimizer.param_groups"
+        applied = self.applied_cause(lrs)
+        if applied:
+            return applied
         for flags, cause in (
             ({"zero_grad": False}, "the gradients are never zeroed, so they accumulate over the iterations: call "
                                    "optimizer.zero_grad() before each backward"),
             ({"same_batch": True}, "every iteration trains on the first batch (next(iter(loader)) makes a new "
                                    "iterator each time); keep one iterator and call next() on it"),
             ({"train": False}, "the model was not put in training mode: call model.train() first"),
+            ({"loss_after_step": True}, "the recorded loss was computed again AFTER optimizer.step(); the spec "
+                                        "records loss_i, the loss of the forward pass that the step trained on "
+                                        "(loss.item() of that same loss)"),
         ):
             if flags.get("train") is False and self.mode == "train":
                 continue
@@ -975,10 +1118,11 @@ class _Trial:
             cause = ("the parameters were restored but not the buffers (BatchNorm's running_mean, running_var and "
                      "num_batches_tracked): snapshot and restore model.state_dict(), which holds both")
         elif like_end:
-            cause = ("the model was left as the run ended, not restored. The snapshot taken before the run shares "
-                     "storage with the live model: model.state_dict() returns references to the very tensors "
-                     "training updates in place; take copy.deepcopy(model.state_dict()) (or clone each tensor) "
-                     "and load_state_dict it afterwards")
+            cause = ("the model was left as the run ended, not restored. Either the snapshot taken before the run "
+                     "shares storage with the live model (model.state_dict() returns references to the very tensors "
+                     "training updates in place: take copy.deepcopy(model.state_dict()) or clone each tensor), or "
+                     "the saved copy was only bound to a name (model = saved_model rebinds your local variable; the "
+                     "caller's model is unchanged): copy the values back with model.load_state_dict(saved_state)")
         else:
             cause = None
         name = wrong[0]
@@ -1064,13 +1208,13 @@ def geometric_sweep(student: Submission, device: torch.device) -> None:
         if len(lrs) < len(expected) and len(expected) == params.get("num_iter", 100):
             raise mismatch("the sweep stopped early, although this run does not diverge", given=trial.given(),
                            expected=f"{len(expected)} iterations", got=f"{len(lrs)} iterations",
-                           cause=trial.stop_cause(lrs, losses))
+                           cause=trial.stop_cause(lrs, losses) or trial.loss_cause(lrs, losses))
         for step, (at_step, lr) in enumerate(zip(trial.applied, lrs)):
             if not all(math.isclose(v, lr, rel_tol=1e-9) for v in at_step):
+                cause = trial.applied_cause(lrs) or ("set lr_i on every param group right before iteration i's "
+                                                     "optimizer.step(), and record that same lr")
                 fail(f"at optimizer.step() number {step} the param groups' lrs were {_short(at_step)}, but the "
-                     f"recorded lr is {lr:.6g}\n  input: {trial.given()}\n  likely cause: the lr was not set on every "
-                     "param group (optimizer.param_groups[0] only?); loop: for group in optimizer.param_groups: "
-                     "group['lr'] = lr")
+                     f"recorded lr is {lr:.6g}\n  input: {trial.given()}\n  likely cause: {cause}")
         if len(trial.applied) < len(lrs):
             fail(f"optimizer.step() ran {len(trial.applied)} times for {len(lrs)} recorded iterations\n"
                  f"  input: {trial.given()}\n  likely cause: every iteration trains one batch: zero_grad, forward, "
@@ -1126,6 +1270,28 @@ def _diverging(device: torch.device, kind: str = "sgd", batches: int = 3, mode: 
     raise RuntimeError("grader bug: no diverging scenario crosses the threshold clearly")
 
 
+def _diverging_after_dip(device: torch.device) -> _Trial | None:
+    """A run whose smoothed loss first falls well below s_0, then crosses diverge_threshold * min clearly.
+
+    Compared with s_0 instead of the minimum, the same run stops at least two iterations later (or never),
+    so a divergence test against the first loss is told apart from the spec's.
+    """
+    params = dict(start_lr=1e-2, end_lr=100.0, num_iter=60, smooth=0.3, diverge_threshold=2.0)
+    for attempt in range(8):
+        trial = _Trial(device, batches=30, batch_size=8, learnable=True, **params)
+        losses, threshold = trial.expected.losses, params["diverge_threshold"]
+        stop = len(losses) - 1
+        ratios = [v / min(losses[:i + 1]) for i, v in enumerate(losses)]
+        if (len(losses) < params["num_iter"] and all(map(math.isfinite, losses))
+                and max(ratios[:-1], default=0.0) < 0.98 * threshold and ratios[-1] > 1.02 * threshold
+                and max(v / losses[0] for v in losses) < 0.98 * threshold):
+            later = _first_over(trial.variant(stop=False).losses, threshold, reference="first")
+            if later is None or later >= stop + 2:
+                return trial
+        torch.manual_seed(attempt + 101)
+    return None  # none found on this device's numerics: the first scenario alone is graded
+
+
 @LR_RANGE_TEST.check(points=1)
 @_single_threaded
 def stops_on_divergence(student: Submission, device: torch.device) -> None:
@@ -1133,6 +1299,10 @@ def stops_on_divergence(student: Submission, device: torch.device) -> None:
     trial = _diverging(device)
     lrs, losses = trial.call(student)
     trial.expect_run(lrs, losses, "the diverging run differs from the scripted one")
+    trial = _diverging_after_dip(device)  # min(s_0..s_i) well below s_0: comparing with s_0 stops later
+    if trial is not None:
+        lrs, losses = trial.call(student)
+        trial.expect_run(lrs, losses, "a run whose loss falls first, then diverges, differs from the scripted one")
 
 
 @LR_RANGE_TEST.check(points=1)
@@ -1268,14 +1438,22 @@ def _suggest_cause(lrs: list[float], losses: list[float], skip_start: int, skip_
         candidates.append((lrs[skip_start + int(np.argmin(np.gradient(kept, lr_kept)))],
                            "numpy.gradient(losses, lrs) differentiates with respect to the lr; the spec takes "
                            "numpy.gradient of the losses alone (unit spacing: the lrs are evenly spaced in log)"))
-    for value, cause in candidates:
-        if math.isclose(got, value, rel_tol=1e-12) and not math.isclose(value, lrs[skip_start + k], rel_tol=1e-12):
-            return cause
-    return None
+    matching = [cause for value, cause in candidates
+                if math.isclose(got, value, rel_tol=1e-12) and not math.isclose(value, lrs[skip_start + k], rel_tol=1e-12)]
+    if len(matching) > 1:  # on this input several mistakes give the same lr: name them all
+        return "one of these (they give the same lr here): " + "; OR ".join(matching)
+    return matching[0] if matching else None
 
 
 def _call_suggest(student: Submission, lrs: list[float], losses: list[float], **skips: int) -> Any:
-    return student.call("suggest_lr", lrs, losses, **skips)
+    got = student.call("suggest_lr", lrs, losses, **skips)
+    if isinstance(got, (torch.Tensor, np.ndarray)) and not isinstance(got, np.generic):
+        shown = ", ".join(f"{k}={v}" for k, v in skips.items())
+        fail(f"suggest_lr(lrs, losses{', ' if shown else ''}{shown}) with {len(lrs)} points returned a "
+             f"{type(got).__name__} ({got!r:.80}); it must return the learning rate as a Python float: "
+             "float(lrs[index]) (the lrs are a list of floats; converting them to a float32 tensor also loses "
+             "precision)")
+    return got
 
 
 @LR_RANGE_TEST.check(points=1)

@@ -95,3 +95,23 @@ def test_init_check_is_not_flaky(glu_class):
     for seed in range(300):
         seed_everything(seed)
         checks.init_like_linear(student, torch.device("cpu"))
+
+
+def test_uninitialised_glu_fails_only_the_init_check():
+    """A GLU that never calls reset_parameters() (torch.empty garbage) loses the init point only: the
+    forward checks refill non-finite parameters, so one slip is not punished five times."""
+    import graders
+
+    class NeverInitialised(torch.nn.Module):
+        def __init__(self, in_features, out_features, bias=True):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.full((2 * out_features, in_features), float("nan")))
+            bias_value = torch.nn.Parameter(torch.full((2 * out_features,), float("inf"))) if bias else None
+            self.register_parameter("bias", bias_value)
+
+        def forward(self, x):
+            return reference.GLU.forward(self, x)
+
+    report = graders.check_namespace("glu", {"GLU": NeverInitialised}, device="cpu")
+    failed = [r.name for r in report.results if not r.passed]
+    assert failed == ["init_like_linear"], report.as_text()
