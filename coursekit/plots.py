@@ -71,6 +71,9 @@ def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", yla
         ax.annotate(name, (x, 0.95), xycoords=("data", "axes fraction"), ha="left", fontsize=8)
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
+    xs = [x for values in curves.values() if isinstance(values, tuple) for x in values[0]]
+    if xs and not logx and all(float(x).is_integer() for x in xs):
+        ax.set_xticks(sorted(set(xs)))  # counts (workers, epochs): no fractional ticks
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.legend()
     fig.tight_layout()
