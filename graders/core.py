@@ -241,6 +241,19 @@ def _time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
+def _stop_thread(worker: threading.Thread, attempts: int = 50) -> None:
+    """Raise the timeout inside a thread that overran (no alarm reaches a thread other than the main
+    one), again and again until it stops: a spinning thread left behind would slow everything after it.
+    Code blocked inside a C call cannot be interrupted this way, and is left to finish on its own."""
+    import ctypes
+
+    for _ in range(attempts):
+        if not worker.is_alive() or worker.ident is None:
+            return
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(_Timeout))
+        worker.join(0.05)
+
+
 def _student_frame(tb: types.TracebackType | None, student_files: set[str]) -> traceback.FrameSummary | None:
     """The innermost traceback frame in the student's own code (not the grader's, not a library's)."""
     frames = traceback.extract_tb(tb)
@@ -361,6 +374,7 @@ class Submission:
         worker.start()
         worker.join(self.timeout)
         if worker.is_alive():
+            _stop_thread(worker)
             raise StudentCodeError(f"`{label}` did not finish within {self.timeout:g} s; likely cause: a loop that never ends")
         if "error" in box:
             raise box["error"]

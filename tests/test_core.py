@@ -67,10 +67,13 @@ def test_infinite_loops_are_stopped(body):
 
 def test_timeout_also_works_off_the_main_thread():
     box = {}
+    before = threading.active_count()
     worker = threading.Thread(target=lambda: box.setdefault("r", grade("def double(x):\n    while True: pass\n", 0.5)))
     worker.start()
     worker.join(10)
     assert "did not finish" in box["r"].results[0].message
+    time.sleep(0.3)
+    assert threading.active_count() == before, "the student's endless loop was left running in a thread"
 
 
 def test_student_stderr_and_warnings_are_reported_not_written(capfd):

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.slow
 
 def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     # nbgrader runs the `alembic` command by name: the environment's bin/ must come first on PATH.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "OMP_NUM_THREADS": "1"}
     result = subprocess.run([*NBGRADER, *args], cwd=course, capture_output=True, text=True, timeout=900, env=env)
     assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result
@@ -99,10 +101,7 @@ def _first_exercise_cells(nb) -> tuple[str, list[str]]:
     return first, graded
 
 
-@pytest.fixture(scope="module", params=CHAPTERS)
-def round_trip(request, tmp_path_factory):
-    chapter = request.param
-    course = tmp_path_factory.mktemp(f"course_{chapter}")
+def _round_trip(chapter: str, course: Path) -> dict:
     shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copytree(ROOT / "course" / chapter, course / "course" / chapter)
     _nbgrader(course, "generate_assignment", chapter, "--force")
@@ -145,6 +144,30 @@ def round_trip(request, tmp_path_factory):
         "first_graded": first_graded,
         "source": source,
     }
+
+
+@pytest.fixture(scope="session")
+def round_trips(tmp_path_factory) -> dict:
+    """Every chapter's round trip, two at a time: each is a chain of nbgrader processes whose
+    notebook kernels run one torch thread, so two chains share the two cores without contention."""
+    folders = {chapter: tmp_path_factory.mktemp(f"course_{chapter}") for chapter in CHAPTERS}
+    results = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1))) as pool:
+        futures = {chapter: pool.submit(_round_trip, chapter, folder) for chapter, folder in folders.items()}
+        for chapter, future in futures.items():
+            try:
+                results[chapter] = future.result()
+            except BaseException as exc:  # noqa: BLE001 - reported by that chapter's tests
+                results[chapter] = exc
+    return results
+
+
+@pytest.fixture(params=CHAPTERS)
+def round_trip(request, round_trips) -> dict:
+    result = round_trips[request.param]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def test_instructor_version_scores_full_marks(round_trip):
