@@ -4,9 +4,9 @@
 See README.md, "Instructor workflow", for the commands.
 """
 
-c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
-
 import os
+
+c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
 
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
 c.CourseDirectory.source_directory = "course"
