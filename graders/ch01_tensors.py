@@ -14,7 +14,16 @@ import re
 import numpy as np
 import torch
 
-from graders.core import CheckFailed, StudentCodeError, Submission, expect_error, exercise, fail, mismatch
+from graders.core import (
+    CheckFailed,
+    StudentCodeError,
+    Submission,
+    dtype_name,
+    exercise,
+    expect_error,
+    fail,
+    mismatch,
+)
 from graders.watch import torch_calls
 
 # ==================================================================================================
@@ -316,7 +325,7 @@ SLIDING_WINDOW = exercise("sliding_window", chapter="01_tensors", names=["slidin
 
 
 def _layout(x: torch.Tensor) -> str:
-    return (f"a 1-D {str(x.dtype).removeprefix('torch.')} tensor of length {len(x)} with stride {x.stride(0)} "
+    return (f"a 1-D {dtype_name(x.dtype)} tensor of length {len(x)} with stride {x.stride(0)} "
             f"and storage offset {x.storage_offset()}")
 
 
@@ -428,7 +437,7 @@ def _expect_window(student: Submission, x: torch.Tensor, size: int, step: int, w
              "changes device (likely cause: a copy made with .cpu() or torch.tensor(...))")
     if got.dtype != x.dtype or not torch.equal(got, expected):
         raise mismatch(what, given=given, expected=f"{expected.cpu().tolist()}",
-                       got=f"{got.detach().cpu().tolist()} ({str(got.dtype).removeprefix('torch.')})",
+                       got=f"{got.detach().cpu().tolist()} ({dtype_name(got.dtype)})",
                        cause=_window_cause(x, size, step, got, expected))
     return got
 

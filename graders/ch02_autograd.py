@@ -28,17 +28,22 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.gradcheck import GradcheckError
 
-from graders.core import CheckFailed, StudentCodeError, Submission, expect_error, exercise, fail, mismatch
+from graders.core import (
+    CheckFailed,
+    StudentCodeError,
+    Submission,
+    dtype_name,
+    exercise,
+    expect_error,
+    fail,
+    mismatch,
+)
 from graders.watch import torch_calls
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def _describe(t: torch.Tensor) -> str:
     layout = "" if t.is_contiguous() else f", non-contiguous (strides {tuple(t.stride())})"
-    return f"a {_dtype_name(t.dtype)} tensor of shape {tuple(t.shape)} on {t.device.type}{layout}"
+    return f"a {dtype_name(t.dtype)} tensor of shape {tuple(t.shape)} on {t.device.type}{layout}"
 
 
 # ==================================================================================================
@@ -227,8 +232,8 @@ def _expect_same_kind(what: str, given: str, x: torch.Tensor, got: torch.Tensor)
     if got.dtype != x.dtype:
         cause = ("the result must keep x's dtype: something promoted it (a float64 constant tensor, a .double() or "
                  ".float() cast); convert back with .to(x.dtype) or use Python floats as constants")
-        raise mismatch(what, given=given, expected=f"dtype {_dtype_name(x.dtype)}",
-                       got=f"dtype {_dtype_name(got.dtype)}", cause=cause)
+        raise mismatch(what, given=given, expected=f"dtype {dtype_name(x.dtype)}",
+                       got=f"dtype {dtype_name(got.dtype)}", cause=cause)
 
 
 def _worst(x: torch.Tensor, expected: torch.Tensor, got: torch.Tensor) -> tuple[str, str, str]:
@@ -291,7 +296,7 @@ def forward_matches_torch(student: Submission, device: torch.device) -> None:
     for dtype in (torch.float32, torch.float64):
         x = _gelu_values(dtype, device).reshape(-1, 3).requires_grad_(True)
         _expect_forward(student, x, f"GELUFunction.apply(x) differs from F.gelu(x, approximate=\"tanh\") in "
-                                    f"{_dtype_name(dtype)}", _describe(x) + " with values in [-30, 30]")
+                                    f"{dtype_name(dtype)}", _describe(x) + " with values in [-30, 30]")
 
 
 @GELU.check(points=1)
@@ -303,7 +308,7 @@ def backward_matches_torch(student: Submission, device: torch.device) -> None:
         expected = _torch_gelu_grad(x, grad_output)
         out = _apply(student, x)
         given = f"{_describe(x)} with values in [-30, 30], and a random grad_output (not all ones)"
-        what = f"the gradient of GELUFunction differs from autograd's through F.gelu in {_dtype_name(dtype)}"
+        what = f"the gradient of GELUFunction differs from autograd's through F.gelu in {dtype_name(dtype)}"
         _expect_grad(student, out, x, x, grad_output, expected, what, given)
 
 

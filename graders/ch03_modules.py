@@ -9,7 +9,6 @@ wrong computation gives on the same input.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 import re
@@ -20,19 +19,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from graders.core import CheckFailed, StudentCodeError, Submission, exercise, fail, mismatch
+from graders.core import (
+    CheckFailed,
+    StudentCodeError,
+    Submission,
+    dtype_name,
+    exercise,
+    fail,
+    mismatch,
+    one_torch_thread,
+)
 from graders.watch import torch_calls
 
 
 # ==================================================================================================
 # Shared helpers
 # ==================================================================================================
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
-
-
 def _tensor_text(t: torch.Tensor) -> str:
-    return f"a {_dtype_name(t.dtype)} tensor of shape {tuple(t.shape)} on {t.device.type}"
+    return f"a {dtype_name(t.dtype)} tensor of shape {tuple(t.shape)} on {t.device.type}"
 
 
 def _values(t: torch.Tensor, limit: int = 6) -> str:
@@ -112,8 +116,8 @@ def _expect_tensor(what: str, given: str, got: torch.Tensor, expected: torch.Ten
         raise mismatch(what, given=given, expected=f"shape {tuple(expected.shape)}", got=f"shape {tuple(got.shape)}",
                        cause=shape_cause)
     if got.dtype != expected.dtype:
-        raise mismatch(what, given=given, expected=f"dtype {_dtype_name(expected.dtype)}",
-                       got=f"dtype {_dtype_name(got.dtype)}",
+        raise mismatch(what, given=given, expected=f"dtype {dtype_name(expected.dtype)}",
+                       got=f"dtype {dtype_name(got.dtype)}",
                        cause="something in forward does not follow the input's dtype: a tensor created with the "
                              "default dtype (torch.zeros(n), torch.tensor(...)), an explicit .float(), or a "
                              "Parameter/buffer that .double() did not convert because it is a plain attribute")
@@ -524,7 +528,7 @@ def to_device_and_double(student: Submission, device: torch.device) -> None:
             value = _own_parameter(module, name, label, nested_ok=True)
             if value.dtype != torch.float64 or not _on(value, device):
                 fail(f"after {label}.to({device.type!r}).double(), {label}.{name} is "
-                     f"{_dtype_name(value.dtype)} on {value.device.type}; expected float64 on {device.type}\n"
+                     f"{dtype_name(value.dtype)} on {value.device.type}; expected float64 on {device.type}\n"
                      "  likely cause: a plain tensor attribute, which .to() and .double() do not convert; make it "
                      "an nn.Parameter")
         weight, bias = _glu_parameters(module, label, 5, 3, bias=with_bias)
@@ -580,18 +584,6 @@ _OUT_RTOL, _OUT_ATOL = 1e-6, 1e-9  # float64 throughout: every known mistake is 
 _BUF_RTOL, _BUF_ATOL = 1e-6, 1e-12  # running_var of a feature with std 1e-3 is about 1e-6
 
 
-@contextlib.contextmanager
-def _serial():
-    """Run PyTorch's BatchNorm on one thread: on a small input its parallel cpu kernel gains nothing and, on a
-    busy two-core machine, waits for idle threads (measured: 20 ms per call instead of 20 us)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _norm_batches(num_features: int, sizes: Sequence[int]) -> list[torch.Tensor]:
     """float64 batches whose features have stds from 1e-3 (variance far below eps=1e-5) to about 2."""
     scale = torch.logspace(-3, 0.3, num_features, dtype=torch.float64)[torch.randperm(num_features)]
@@ -612,7 +604,7 @@ def _batchnorm_trace(batches: Sequence[torch.Tensor], momentum: float | None, ep
     steps, seen = [], 0
     for x in batches:
         before = _state(bn)
-        with _serial():
+        with one_torch_thread():
             y = bn(x.clone())
         steps.append({"x": x, "y": y.detach().clone(), "before": before, "after": _state(bn), "seen": seen})
         seen += x.shape[0]
@@ -779,7 +771,7 @@ def _train_and_compare(student: Submission, module: nn.Module, label: str, devic
                 fail(f"{what}\n  input: {given}\n  after the batch, {name} is on {value.device.type}, not "
                      f"{device.type} (likely cause: it was replaced by a tensor created on the cpu)")
             if name != "num_batches_tracked" and value.dtype != torch.float64:
-                fail(f"{what}\n  input: {given}\n  {name} is {_dtype_name(value.dtype)} although the module was "
+                fail(f"{what}\n  input: {given}\n  {name} is {dtype_name(value.dtype)} although the module was "
                      "converted with .double()\n  likely cause: it is not a registered buffer (.double() skipped "
                      "it), or it was replaced by a tensor created with the default dtype")
             if name != "num_batches_tracked" and value.numel() == right.numel() and \
@@ -856,13 +848,13 @@ def buffers_registered(student: Submission, device: torch.device) -> None:
         value = getattr(module, name)
         if name == "num_batches_tracked":
             if value.dtype != torch.int64:
-                fail(f"{label}.num_batches_tracked is {_dtype_name(value.dtype)}; it must be int64, as BatchNorm's "
+                fail(f"{label}.num_batches_tracked is {dtype_name(value.dtype)}; it must be int64, as BatchNorm's "
                      "(likely cause: torch.tensor(0.0) or torch.zeros(()); use torch.tensor(0, dtype=torch.long))")
             if value.numel() != 1 or value.item() != 0:
                 fail(f"{label}.num_batches_tracked is {_values(value)}; it must start as a single 0")
             continue
         if not value.is_floating_point():
-            fail(f"{label}.{name} is {_dtype_name(value.dtype)}; it must be a floating tensor like the input "
+            fail(f"{label}.{name} is {dtype_name(value.dtype)}; it must be a floating tensor like the input "
                  "(likely cause: built from ints, e.g. torch.zeros(n, dtype=torch.long) or torch.tensor([0] * n))")
         if tuple(value.shape) != (5,) or not _close(value, expected, 0, 0):
             raise mismatch(f"{label}.{name} starts wrong", given=label, expected=f"shape (5,), {_values(expected)}",
@@ -889,8 +881,8 @@ def buffers_follow_to(student: Submission, device: torch.device) -> None:
                 else:
                     cause = ("forward replaced it with a new tensor created with the default dtype or on the cpu; "
                              "update it in place (or from tensors computed from x)")
-                fail(f"{when}, {label}.{name} is {_dtype_name(value.dtype)} on {value.device.type}; expected "
-                     f"{_dtype_name(want)} on {device.type}\n  likely cause: {cause}")
+                fail(f"{when}, {label}.{name} is {dtype_name(value.dtype)} on {value.device.type}; expected "
+                     f"{dtype_name(want)} on {device.type}\n  likely cause: {cause}")
         state = student.run(module.state_dict, _label="RunningNorm.state_dict")
         for name in _BUFFERS:
             if name not in state:
@@ -968,7 +960,7 @@ def eval_uses_running_stats(student: Submission, device: torch.device) -> None:
     bn = nn.BatchNorm1d(4, affine=False, dtype=torch.float64).eval()
     bn.running_mean.copy_(frozen["running_mean"].double().reshape(4))
     bn.running_var.copy_(frozen["running_var"].double().reshape(4))
-    with _serial():
+    with one_torch_thread():
         expected = [bn(x.clone()).detach() for x in evaluate]
     for x, want in zip(evaluate, expected):
         x_in = _fresh(x, device)
@@ -1031,7 +1023,7 @@ def input_gradient_matches_batchnorm(student: Submission, device: torch.device) 
     bn = nn.BatchNorm1d(5, affine=False, dtype=torch.float64)
     for batch, upstream in zip(batches, upstreams):
         leaf = batch.clone().requires_grad_(True)
-        with _serial():
+        with one_torch_thread():
             out = bn(leaf)
             (out * upstream).sum().backward()
         expected.append(leaf.grad)

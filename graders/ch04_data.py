@@ -37,7 +37,17 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
-from graders.core import CheckFailed, StudentCodeError, Submission, expect_error, exercise, fail, mismatch
+from graders.core import (
+    CheckFailed,
+    StudentCodeError,
+    Submission,
+    dtype_name,
+    exercise,
+    expect_error,
+    fail,
+    mismatch,
+    one_torch_thread,
+)
 
 
 def _short(values: Sequence[Any], limit: int = 8) -> str:
@@ -158,9 +168,9 @@ def returns_int64_tensors(student: Submission, device: torch.device) -> None:
                 "labels": "labels are class indices (what CrossEntropyLoss wants): build them with dtype=torch.long",
             }[name]
             if not value.is_floating_point() and value.dtype != torch.bool:
-                cause = (f"{str(value.dtype).removeprefix('torch.')} is an integer type, but not int64: pass "
+                cause = (f"{dtype_name(value.dtype)} is an integer type, but not int64: pass "
                          "dtype=torch.long (torch.int64), or convert with .long()")
-            fail(f"pad_collate({given}) returned {name} of dtype {str(value.dtype).removeprefix('torch.')}; the "
+            fail(f"pad_collate({given}) returned {name} of dtype {dtype_name(value.dtype)}; the "
                  f"spec asks for int64 (likely cause: {cause})")
         if tuple(value.shape) != shape:
             cause = _padding_cause(batch, value.detach().cpu()) if name == "padded" else None
@@ -278,7 +288,7 @@ def empty_sequences(student: Submission, device: torch.device) -> None:
     padded = _unpack_collate(student.call("pad_collate", batch), batch)[0]
     if isinstance(normal_dtype, torch.Tensor) and normal_dtype.dtype == torch.long and padded.dtype != torch.long:
         fail(f"pad_collate({_describe_batch(batch)}) returned padded of dtype "
-             f"{str(padded.dtype).removeprefix('torch.')} when every sequence is empty (int64 otherwise); the spec "
+             f"{dtype_name(padded.dtype)} when every sequence is empty (int64 otherwise); the spec "
              "asks for int64 always (likely cause: torch.tensor of a list of empty lists is float32; pass "
              "dtype=torch.long)")
 
@@ -673,12 +683,8 @@ def _single_threaded(check: Callable[[Submission, torch.device], None]) -> Calla
 
     @functools.wraps(check)
     def run(student: Submission, device: torch.device) -> None:
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with one_torch_thread():
             check(student, device)
-        finally:
-            torch.set_num_threads(before)
 
     return run
 
