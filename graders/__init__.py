@@ -3,124 +3,118 @@
 In a notebook::
 
     from graders import check
-    check("sliding_window", globals())                     # every check of the exercise
-    check("sliding_window", globals(), "shares_storage")   # only the named checks
+    check("sliding_window", globals(), "is_a_view")   # the named checks of one exercise
 
 From a shell: ``python -m graders list`` and ``python -m graders check EXERCISE_ID PATH``.
-Each chapter's checks live in their own module ``graders/chNN_<slug>.py``; they are found and loaded
-automatically, so a new chapter needs no edit here.
+
+Layout (see README.md, "Adding an exercise"): ``graders/chNN_<slug>/<exercise_id>.py`` holds one
+exercise's checks; :mod:`graders.judge` runs them, :mod:`graders.isolation` runs the student's code in
+a process of its own, :mod:`graders.compare` and :mod:`graders.outcomes` are the helpers every exercise
+shares.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-import sys
+import os
 from typing import Any
 
-from graders.core import (
-    DEFAULT_TIMEOUT_S,
-    REGISTRY,
-    CheckFailed,
-    Report,
-    StudentCodeError,
-    Submission,
-    UsageError,
-    get_exercise,
-    load_submission,
-    resolve_device,
-    run_checks,
-)
+from graders.isolation import DEFAULT_TIMEOUT_S, Limits, StudentSource
+from graders.outcomes import CheckFailed, Report, StudentCodeError, StudentError, UsageError
+from graders.registry import LOAD_ERRORS, exercises, get_exercise, load_all_chapters
 
 __all__ = [
     "check",
     "check_file",
     "check_namespace",
     "exercises",
+    "get_exercise",
     "load_all_chapters",
-    "ChecksFailed",
+    "ExerciseNotPassed",
     "CheckFailed",
+    "LOAD_ERRORS",
     "Report",
     "StudentCodeError",
     "UsageError",
 ]
 
+INSTRUCTOR_ENV = "COURSE_INSTRUCTOR"
 
-LOAD_ERRORS: dict[str, str] = {}
+
+def _instructor(explicit: bool | None) -> bool:
+    return explicit if explicit is not None else os.environ.get(INSTRUCTOR_ENV) == "1"
 
 
-def load_all_chapters() -> None:
-    """Import every ``graders.chNN_*`` module so its exercises register themselves.
+def check_namespace(exercise_id: str, namespace: dict[str, Any], checks: list[str] | tuple[str, ...] | None = None, *,
+                    device: Any = None, timeout: float | None = DEFAULT_TIMEOUT_S, instructor: bool | None = None,
+                    memory_mb: int | None = None) -> Report:
+    """Grade the names in ``namespace`` (a notebook's ``globals()``); they are copied to the grading process.
 
-    A chapter module that fails to import is recorded in ``LOAD_ERRORS`` (the test suite requires it
-    to be empty) instead of breaking the grading of every other chapter.
+    ``instructor`` (default: ``$COURSE_INSTRUCTOR == "1"``) lets answers import the reference solutions,
+    as the instructor's own notebook does.
     """
-    import graders
+    from graders.devices import resolve_device
+    from graders.judge import run_checks
 
-    for info in pkgutil.iter_modules(graders.__path__):
-        name = f"graders.{info.name}"
-        if info.name.startswith("ch") and name not in sys.modules and name not in LOAD_ERRORS:
-            try:
-                importlib.import_module(name)
-            except Exception as exc:  # noqa: BLE001 - reported with the unknown-exercise message
-                LOAD_ERRORS[name] = f"{type(exc).__name__}: {exc}"
-
-
-def exercises() -> list:
-    load_all_chapters()
-    return sorted(REGISTRY.values(), key=lambda e: (e.chapter, list(REGISTRY).index(e.id)))
-
-
-class ChecksFailed(AssertionError):
-    """Raised by :func:`check` so that a failing notebook test cell fails (nbgrader scores it 0)."""
-
-
-def check_namespace(
-    exercise_id: str,
-    namespace: dict[str, Any],
-    checks: list[str] | tuple[str, ...] | None = None,
-    *,
-    device: Any = None,
-    timeout: float | None = DEFAULT_TIMEOUT_S,
-) -> Report:
-    """Grade the names in ``namespace`` (a notebook's ``globals()``, a module's ``__dict__``)."""
     exercise = get_exercise(exercise_id)
     device = resolve_device(device)
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, instructor=_instructor(instructor))
     missing = [n for n in exercise.names if n not in namespace]
     if missing:
-        message = "define " + " and ".join(f"`{n}`" for n in missing) + " first (run the cell that defines it)"
-        return run_checks(exercise, None, device, checks, load_error=message)
-    return run_checks(exercise, Submission(namespace, timeout=timeout), device, checks)
+        error = StudentError("missing", "define " + " and ".join(f"`{n}`" for n in missing) +
+                             " first (run the cell that defines it)")
+        return run_checks(exercise, None, device, checks, limits=limits, load_error=error)
+    try:
+        source = StudentSource.from_namespace(namespace, exercise.names)
+    except StudentCodeError as exc:
+        return run_checks(exercise, None, device, checks, limits=limits, load_error=exc.error)
+    return run_checks(exercise, source, device, checks, limits=limits)
 
 
-def check_file(
-    exercise_id: str,
-    path: str,
-    checks: list[str] | tuple[str, ...] | None = None,
-    *,
-    device: Any = None,
-    timeout: float | None = DEFAULT_TIMEOUT_S,
-) -> Report:
-    """Grade the Python file at ``path`` (imported as a fresh module)."""
+def check_file(exercise_id: str, path: str, checks: list[str] | tuple[str, ...] | None = None, *, device: Any = None,
+               timeout: float | None = DEFAULT_TIMEOUT_S, instructor: bool = False,
+               memory_mb: int | None = None) -> Report:
+    """Grade the Python file at ``path`` (imported afresh in each check's own process)."""
+    from graders.devices import resolve_device
+    from graders.judge import run_checks
+
     exercise = get_exercise(exercise_id)
     device = resolve_device(device)
     try:
-        submission = load_submission(path, exercise.names, timeout=timeout)
-    except StudentCodeError as exc:
-        return run_checks(exercise, None, device, checks, load_error=str(exc))
-    return run_checks(exercise, submission, device, checks)
+        with open(path, encoding="utf-8") as f:
+            f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {str(path)!r}: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, instructor=instructor)
+    return run_checks(exercise, StudentSource.from_file(path, exercise.names), device, checks, limits=limits)
+
+
+class ExerciseNotPassed(AssertionError):
+    """Raised by :func:`check` so that a failing check cell fails (nbgrader scores it 0).
+
+    Its message carries every failed check's diagnosis (nbgrader's Validate dialog and the feedback
+    page show only the error); in the notebook it renders without a traceback into grader code.
+    """
+
+    def __init__(self, report: Report) -> None:
+        super().__init__(report.summary())
+        self.report = report
+
+    def _render_traceback_(self) -> list[str]:
+        if os.environ.get("NBGRADER_EXECUTION"):
+            return [f"{type(self).__name__}: {self}"]  # Validate and feedback show only this: say why
+        if self.report.not_written:
+            return [f"{self.report.exercise}: not written yet (see above)"]
+        failed = sum(not r.passed for r in self.report.results)
+        return [f"{type(self).__name__}: {self.report.exercise}: {failed} of {len(self.report.results)} checks did "
+                "not pass (the FAIL lines above say why)"]
 
 
 def check(exercise_id: str, namespace: dict[str, Any], *checks: str, device: Any = None) -> None:
-    """The notebook check cell: print one line per check and raise if any failed.
+    """The notebook check cell: print one line per check and raise if any did not pass.
 
     It returns nothing, so a check cell never ends on a value that nbgrader could mistake for a result.
     """
     report = check_namespace(exercise_id, namespace, list(checks) or None, device=device)
-    print(report.as_text())
+    print(report.as_text(), flush=True)
     if not report.passed:
-        failed = [r.name for r in report.results if not r.passed]
-        raise ChecksFailed(
-            f"{exercise_id}: {len(failed)} of {len(report.results)} checks failed "
-            f"({', '.join(failed)}); read the FAIL lines above"
-        ) from None
+        raise ExerciseNotPassed(report) from None

@@ -1,7 +1,9 @@
 """``python -m graders``: the grader command line (the contract is in EXERCISES.md).
 
-Exit status: 0 every check passed; 1 a check failed, or the student code raised, timed out or lacks
-a name; 2 the command was misused (unknown exercise, unreadable path, cuda asked for but missing).
+Exit status: 0 every check passed; 1 a check did not pass (failed, the student's code raised, timed out,
+crashed or lacks a name, or the grader broke); 2 the command was misused (unknown exercise, unreadable
+path, cuda asked for but missing). With ``--json`` stdout holds exactly one JSON object, whatever the
+student's code prints: it runs in another process whose output is captured.
 """
 
 from __future__ import annotations
@@ -10,13 +12,12 @@ import argparse
 import json
 import sys
 
-from graders import check_file, exercises
-from graders.core import DEFAULT_TIMEOUT_S, UsageError
-
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
+    from graders.isolation import DEFAULT_MEMORY_LIMIT_MB, DEFAULT_TIMEOUT_S
+
     parser = argparse.ArgumentParser(prog="python -m graders", description="Check course exercises.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list every exercise with its chapter and the names it expects")
@@ -28,11 +29,23 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     run.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                      help=f"seconds each call of student code may take (default {DEFAULT_TIMEOUT_S:g})")
+    run.add_argument("--memory-limit", type=int, default=None, metavar="MIB",
+                     help="memory the student's code may use beyond its start, in MiB (default "
+                          f"$COURSE_MEMORY_LIMIT_MB or {DEFAULT_MEMORY_LIMIT_MB}; 0: no cap)")
+    run.add_argument("--instructor", action="store_true",
+                     help="allow the answer to import the course's reference solutions (the instructor's own files)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from graders.isolation import warm_up
+
+    if args.command == "check":
+        warm_up()  # the forkserver imports torch while this process does the same
+    from graders import check_file, exercises
+    from graders.outcomes import UsageError
+
     if args.command == "list":
         rows = [(e.id, e.chapter, ", ".join(e.names)) for e in exercises()]
         width = max(len(r[0]) for r in rows)
@@ -43,8 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout is not None and args.timeout <= 0:
         print("error: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
+    if args.memory_limit is not None and args.memory_limit < 0:
+        print("error: --memory-limit must be 0 (no cap) or a positive number of MiB", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        report = check_file(args.exercise_id, args.path, device=args.device, timeout=args.timeout)
+        report = check_file(args.exercise_id, args.path, device=args.device, timeout=args.timeout,
+                            instructor=args.instructor, memory_mb=args.memory_limit)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

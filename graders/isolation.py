@@ -1,0 +1,594 @@
+"""Student code runs in a process of its own; the judge only ever sees what it sends back.
+
+The judge (the process that computes expected values and decides) starts one *runner* per check. The
+runner loads the student's answer (a file it imports itself, or a notebook's names sent by value with
+cloudpickle), then serves the judge's requests: call a student function on inputs the judge sends, or
+run a grader *scenario* (grader code that drives student objects: build a module, train a step, …) and
+send back observations. Replies are encoded by :mod:`graders.wire` and read with
+``torch.load(weights_only=True)``, so nothing the student returns can run code in the judge.
+
+Consequences, each proven in tests/test_isolation.py:
+
+- the expected values and the comparisons live only in the judge: patching torch, numpy, builtins or
+  ``graders`` inside the student's code, or hunting through ``gc`` and stack frames, finds nothing;
+- the time limit is enforced by killing the runner's whole process group (its DataLoader workers too),
+  which no code inside can switch off; ``sys.exit``, ``os._exit``, signals and segfaults end the runner,
+  and the judge reports what happened;
+- memory is capped (``COURSE_MEMORY_LIMIT_MB``, default 2048 MiB above what the runner starts with, on
+  Linux for CPU grading), and hitting the cap is reported as such;
+- the course's reference answers (``solutions``) cannot be imported while grading, unless the judge
+  grades the instructor's own notebook (``instructor=True``);
+- what the student's code (and any process it starts) prints goes to files the judge reads and reports
+  as notes: never to the judge's stdout (``--json`` stays one JSON object) or to a notebook's stderr.
+
+Runners start from a *forkserver* on Linux and macOS: a clean process, started once per judge, that has
+imported torch and the graders but never sees an expected value; forking from it costs milliseconds.
+On Windows (or with ``COURSE_START_METHOD=spawn``) each runner is a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import io
+import linecache
+import multiprocessing
+import os
+import pickle
+import re
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import types
+import warnings
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from graders import wire
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError
+
+START_METHOD_ENV = "COURSE_START_METHOD"
+MEMORY_LIMIT_ENV = "COURSE_MEMORY_LIMIT_MB"
+DEFAULT_MEMORY_LIMIT_MB = 2048
+DEFAULT_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 120.0  # a fresh interpreter (spawn) importing torch on a busy laptop
+NOTE_CHARS = 300
+
+_GRADERS_DIR = str(Path(__file__).resolve().parent)
+_SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
+_NOTEBOOK_FILE = re.compile(r"ipykernel_\d+|<ipython-input")
+
+
+class GraderBroke(Exception):
+    """The grader's own code failed inside the runner (not the student's fault)."""
+
+
+# ==================================================================================================
+# What the judge sends: the student's answer, and the limits it runs under
+# ==================================================================================================
+@dataclasses.dataclass(frozen=True)
+class StudentSource:
+    """Where the student's names come from: a file the runner imports, or a notebook's names by value."""
+
+    label: str
+    names: tuple[str, ...]
+    path: str | None = None
+    payload: bytes | None = None
+    lines: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # notebook cells' source, for tracebacks
+
+    @classmethod
+    def from_file(cls, path: str, names: Sequence[str]) -> "StudentSource":
+        return cls(label=Path(path).name, names=tuple(names), path=str(Path(path).resolve()))
+
+    @classmethod
+    def from_namespace(cls, namespace: dict[str, Any], names: Sequence[str]) -> "StudentSource":
+        """Copy the exercise's names out of a notebook (by value: under spawn nothing else reaches the runner).
+
+        Raises :class:`StudentCodeError` (``unsendable``) when an answer refers to something that cannot be
+        copied to another process (an open file, a lock, a generator).
+        """
+        import cloudpickle
+
+        chosen = {name: namespace[name] for name in names if name in namespace}
+        try:
+            payload = cloudpickle.dumps(chosen)
+        except BaseException as exc:  # noqa: BLE001 - whatever pickling raises, the student must hear why
+            raise StudentCodeError(StudentError(
+                "unsendable",
+                f"your answer could not be copied to the grading process ({type(exc).__name__}: {exc}); "
+                "it probably uses a global variable that cannot be copied (an open file, a lock, a "
+                "generator, a DataLoader with workers): create such objects inside your function or class",
+            )) from None
+        cells = {name: list(entry[2]) for name, entry in linecache.cache.items()
+                 if _NOTEBOOK_FILE.search(name) and len(entry) >= 3 and isinstance(entry[2], list)}
+        return cls(label="your notebook", names=tuple(names), payload=payload, lines=cells)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    timeout: float | None = DEFAULT_TIMEOUT_S  # seconds for each request (None: no limit)
+    memory_mb: int | None = None  # None: $COURSE_MEMORY_LIMIT_MB, else DEFAULT_MEMORY_LIMIT_MB; 0: no cap
+    instructor: bool = False  # the instructor's notebook may import the reference answers
+
+    def memory(self) -> int:
+        if self.memory_mb is not None:
+            return self.memory_mb
+        return int(os.environ.get(MEMORY_LIMIT_ENV) or DEFAULT_MEMORY_LIMIT_MB)
+
+
+# ==================================================================================================
+# Starting runners
+# ==================================================================================================
+def start_method() -> str:
+    chosen = os.environ.get(START_METHOD_ENV)
+    methods = multiprocessing.get_all_start_methods()
+    if chosen:
+        if chosen not in methods:
+            raise ValueError(f"{START_METHOD_ENV}={chosen!r}: this platform offers {', '.join(methods)}")
+        return chosen
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
+def _context():
+    method = start_method()
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        # A clean zygote: torch and the graders imported once, never the judge's values or __main__.
+        context.set_forkserver_preload(["graders._preload"])
+    return context
+
+
+@contextlib.contextmanager
+def _main_module_hidden():
+    """Start a process without it re-running the caller's ``__main__`` (multiprocessing does that under spawn
+    and forkserver, so a script that calls the graders at top level would grade itself recursively)."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def warm_up() -> None:
+    """Start the forkserver now (it imports torch in the background while the judge gets ready)."""
+    if start_method() == "forkserver":
+        _context()
+        from multiprocessing import forkserver
+
+        with _main_module_hidden():
+            forkserver.ensure_running()
+
+
+class Runner:
+    """One process running the student's code for one check; the judge's handle on it."""
+
+    def __init__(self, source: StudentSource, *, seed: int, device: str, limits: Limits,
+                 env: dict[str, str] | None = None) -> None:
+        self.source = source
+        self.limits = limits
+        self._dead: StudentCodeError | None = None
+        self._ready = False
+        self.notes: list[str] = []
+        fd_out, self._stdout_path = tempfile.mkstemp(prefix="course-check-", suffix=".out")
+        fd_err, self._stderr_path = tempfile.mkstemp(prefix="course-check-", suffix=".err")
+        os.close(fd_out)
+        os.close(fd_err)
+        context = _context()
+        self._conn, child_conn = context.Pipe(duplex=True)
+        setup = {
+            "label": source.label, "names": source.names, "path": source.path, "payload": source.payload,
+            "lines": source.lines, "seed": seed, "device": device, "memory_mb": limits.memory(),
+            "instructor": limits.instructor, "stdout": self._stdout_path, "stderr": self._stderr_path,
+            "env": dict(env or {}),
+        }
+        self.process = context.Process(target=_runner_main, args=(child_conn, setup), name="course-runner")
+        with _main_module_hidden():
+            self.process.start()
+        child_conn.close()
+
+    @property
+    def loaded(self) -> bool:
+        """True once the student's code was loaded without error."""
+        return self._ready
+
+    # -- talking to the runner --------------------------------------------------------------------
+    def ready(self) -> None:
+        """Wait until the student's code is loaded; raises :class:`StudentCodeError` when it could not be."""
+        if self._ready:
+            return
+        if self._dead:
+            raise self._dead
+        timeout = max(START_TIMEOUT_S, self.limits.timeout or 0)
+        self._receive(timeout, waiting_for="loading your code")
+        self._ready = True
+
+    def request(self, message: tuple, *, timeout: float | None = None) -> Any:
+        """Send one request; return the decoded observation, or raise what the runner reported."""
+        self.ready()
+        if self._dead:
+            raise self._dead
+        try:
+            self._conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, EOFError):
+            self._died("before it could be given the next input")
+        return self._receive(timeout if timeout is not None else self.limits.timeout, waiting_for=None)
+
+    def _receive(self, timeout: float | None, waiting_for: str | None) -> Any:
+        deadline = None if not timeout else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self.kill()
+                what = f"while {waiting_for}" if waiting_for else ""
+                self._dead = StudentCodeError(StudentError(
+                    "timeout", f"did not finish within {timeout:g} s {what}".rstrip() +
+                    " and was stopped (an endless loop, or far too much work?)"))
+                raise self._dead
+            try:
+                if self._conn.poll(0.05 if remaining is None else min(0.05, max(remaining, 0))):
+                    data = self._conn.recv_bytes()
+                    break
+            except (EOFError, OSError):
+                self._died(waiting_for)
+            if not self.process.is_alive() and not self._conn.poll(0):
+                self._died(waiting_for)
+        try:
+            kind, body, notes = wire.from_bytes(data)
+        except Exception:  # noqa: BLE001 - the reply was forged or broken by the student's code
+            self.kill()
+            self._dead = StudentCodeError(StudentError(
+                "crashed", "sent the grader a reply it cannot read (something in your code wrote into the "
+                           "grading connection)"))
+            raise self._dead from None
+        for note in notes:
+            if note not in self.notes:
+                self.notes.append(note)
+        if kind in ("ok", "ready"):
+            return wire.decode(body)
+        if kind == "student_error":
+            raise StudentCodeError(StudentError(**body))
+        if kind == "failed":
+            raise CheckFailed(body)
+        if kind == "grader_error":
+            raise GraderBroke(body)
+        raise GraderBroke(f"the runner sent an unknown reply {kind!r}")
+
+    def _died(self, waiting_for: str | None) -> None:
+        self.process.join(2)
+        code = self.process.exitcode
+        during = f" while {waiting_for}" if waiting_for else ""
+        if code is None:
+            self.kill()
+            summary = f"stopped answering{during}"
+            kind = "crashed"
+        elif code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+            kind = "crashed"
+            if -code == signal.SIGKILL:
+                summary = (f"was killed (SIGKILL){during}: usually the operating system ran out of memory, or "
+                           "your code killed its own process")
+            elif -code == signal.SIGSEGV:
+                summary = f"crashed with a segmentation fault (SIGSEGV){during}"
+            else:
+                summary = f"was ended by {name}{during}"
+        else:
+            kind = "exited"
+            summary = (f"ended its process with exit status {code}{during}, before returning a result "
+                       "(os._exit() or a library that exits?); a function must return, not exit")
+        self._dead = StudentCodeError(StudentError(kind, summary))
+        raise self._dead
+
+    # -- ending it ----------------------------------------------------------------------------------
+    def kill(self) -> None:
+        pid = self.process.pid
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            if hasattr(os, "killpg"):
+                os.killpg(pid, signal.SIGKILL)  # the runner leads its own group: its workers go too
+        with contextlib.suppress(Exception):
+            self.process.kill()
+
+    def close(self) -> list[str]:
+        """Stop the runner and whatever it started; return the notes (printed output, warnings)."""
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        self.process.join(0.5)
+        self.kill()
+        self.process.join(5)
+        with contextlib.suppress(Exception):
+            self.process.close()
+        for path, what in ((self._stdout_path, "printed"), (self._stderr_path, "wrote to stderr")):
+            try:
+                text = Path(path).read_text(errors="replace")[: 20 * NOTE_CHARS]
+            except OSError:
+                text = ""
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            shown = [line for line in text.strip().splitlines() if line.strip()]
+            if shown:
+                first = shown[0][:NOTE_CHARS]
+                more = f" (and {len(shown) - 1} more lines)" if len(shown) > 1 else ""
+                self.notes.append(f"your code {what}: {first}{more}")
+        return self.notes
+
+
+# ==================================================================================================
+# Inside the runner
+# ==================================================================================================
+class StudentRaised(Exception):
+    """Inside the runner: the student's code did not finish; carries the facts for the judge."""
+
+    def __init__(self, error: StudentError) -> None:
+        super().__init__(error.summary)
+        self.error = error
+
+
+class RunnerStudent:
+    """What a scenario (grader code running inside the runner) uses to reach the student's names."""
+
+    def __init__(self, namespace: dict[str, Any], files: set[str], label: str) -> None:
+        self.namespace = namespace
+        self.files = files
+        self.label = label
+        self.notes: list[str] = []
+
+    def has(self, name: str) -> bool:
+        return name in self.namespace
+
+    def get(self, name: str) -> Any:
+        if name not in self.namespace:
+            raise StudentRaised(StudentError("missing", f"define `{name}`: the exercise expects a name `{name}`"))
+        return self.namespace[name]
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.run(self.get(name), *args, **kwargs)
+
+    def run(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run any student callable (a function, a class, a method); what it raises becomes StudentRaised."""
+        label = getattr(function, "__qualname__", None) or type(function).__qualname__
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return function(*args, **kwargs)
+            except StudentRaised:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt and SystemExit are the student's too
+                raise StudentRaised(describe_exception(exc, self.files, self.label)) from None
+            finally:
+                for w in caught:
+                    note = f"`{label}` warned: {w.category.__name__}: {str(w.message)[:NOTE_CHARS]}"
+                    if note not in self.notes:
+                        self.notes.append(note)
+
+
+def _is_memory_error(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "DefaultCPUAllocator" in text)
+
+
+def describe_exception(exc: BaseException, files: set[str], label: str) -> StudentError:
+    """The facts of a student exception: type, message, the student's own line."""
+    cls = type(exc)
+    types_ = tuple(f"{c.__module__}.{c.__qualname__}" for c in cls.__mro__)
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001
+        message = "<the exception's message could not be read>"
+    message = message[: 4 * NOTE_CHARS]
+    where = _student_line(exc.__traceback__, files, label)
+    text = f"{cls.__name__}: {message}".rstrip(": ") if message else cls.__name__
+    kind, summary = "raised", f"raised {text}"
+    if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] == "solutions":
+        return _FORBIDDEN
+    if _is_memory_error(exc):
+        limit = os.environ.get("_COURSE_MEMORY_LIMIT_MB")
+        kind = "memory"
+        summary = (f"ran out of memory ({text}); the grading process allows your code "
+                   f"{limit} MiB more than it starts with" if limit else f"ran out of memory ({text})")
+    elif isinstance(exc, SystemExit):
+        summary = f"called sys.exit({exc.code!r}) (or raised SystemExit); a function must return, not exit"
+    elif isinstance(exc, KeyboardInterrupt):
+        summary = "raised KeyboardInterrupt (an interrupt is not an answer)"
+    return StudentError(kind, summary, cls.__name__, types_, message, where)
+
+
+def _student_line(tb: types.TracebackType | None, files: set[str], label: str) -> str | None:
+    frames = traceback.extract_tb(tb)
+    own = [f for f in frames if f.filename in files]
+    if not own:
+        own = [f for f in frames if not f.filename.startswith(_GRADERS_DIR) and "site-packages" not in f.filename
+               and not f.filename.startswith((sys.base_prefix, sys.prefix)) and not f.filename.startswith("<frozen")]
+    if not own:
+        return None
+    frame = own[-1]
+    line = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+    if _NOTEBOOK_FILE.search(frame.filename):
+        where = "your notebook cell"
+    elif frame.filename in files:
+        where = Path(frame.filename).name
+    else:
+        where = frame.filename
+    return f"{where}, line {frame.lineno}, in {frame.name}: {line}"
+
+
+class _NoReferenceAnswers:
+    """An import hook: the course's reference answers cannot be imported by code under grading."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "solutions" or name.startswith("solutions."):
+            raise ImportError("answers must be your own code: the course's reference solutions cannot be "
+                              "imported while your answer is graded", name=name)
+        return None
+
+
+def _reference_used(namespace: dict[str, Any]) -> bool:
+    """An answer that came from the reference package however it was loaded (a copy of its file too)."""
+    if any(m == "solutions" or m.startswith("solutions.") for m in list(sys.modules)):
+        return True
+    for value in list(namespace.values()):
+        for item in [value, *vars(value).values()] if isinstance(value, type) else [value]:
+            code = getattr(getattr(item, "__func__", item), "__code__", None)
+            if code is not None and code.co_filename.startswith(_SOLUTIONS_DIR):
+                return True
+    return False
+
+
+_FORBIDDEN = StudentError("forbidden", "answers must be your own code: your answer uses the course's reference "
+                                       "solutions (the `solutions` package), which is not allowed while grading")
+
+
+def _limit_memory(megabytes: int, device: str) -> None:
+    """Cap the address space at what the runner has now plus ``megabytes`` (Linux, CPU grading only:
+    CUDA reserves far more virtual memory than it uses, so an address-space cap would break it)."""
+    if not megabytes or not sys.platform.startswith("linux") or not device.startswith("cpu"):
+        return
+    import resource
+
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[0])
+    now = pages * os.sysconf("SC_PAGE_SIZE")
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = now + megabytes * 2**20
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    os.environ["_COURSE_MEMORY_LIMIT_MB"] = str(megabytes)
+
+
+def _redirect(fd: int, path: str) -> None:
+    target = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(target, fd)
+    os.close(target)
+
+
+def _send(conn: Any, kind: str, body: Any, notes: list[str]) -> None:
+    try:
+        data = wire.to_bytes((kind, body, list(notes)))
+    except Exception as exc:  # noqa: BLE001 - an observation torch.save cannot write
+        data = wire.to_bytes(("grader_error", f"the observation could not be sent: {type(exc).__name__}: {exc}",
+                              list(notes)))
+    conn.send_bytes(data)
+    notes.clear()
+
+
+def _load(setup: dict) -> tuple[dict[str, Any], set[str]]:
+    """Import the student's file, or unpickle the notebook's names (both can run student code)."""
+    if setup["path"]:
+        path = setup["path"]
+        try:
+            source = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StudentRaised(StudentError("missing", f"cannot read {Path(path).name}: {exc}")) from None
+        try:
+            code = compile(source, path, "exec")
+        except SyntaxError as exc:
+            caret = " " * max((exc.offset or 1) - 1, 0) + "^"
+            text = (exc.text or "").rstrip("\n")
+            raise StudentRaised(StudentError(
+                "syntax", f"{Path(path).name} has a syntax error on line {exc.lineno}: {exc.msg}\n    {text}\n    {caret}",
+                "SyntaxError", ("builtins.SyntaxError",), str(exc.msg))) from None
+        name = f"student_submission_{zlib.crc32(path.encode()):08x}"
+        module = types.ModuleType(name)
+        module.__file__ = path
+        sys.modules[name] = module  # classes defined there stay picklable for DataLoader workers
+        files = {path}
+        linecache.checkcache(path)
+        student = RunnerStudent(module.__dict__, files, setup["label"])
+        student.run(exec, code, module.__dict__)
+        return module.__dict__, files
+    for filename, lines in setup["lines"].items():
+        linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
+    import cloudpickle
+
+    student = RunnerStudent({}, set(setup["lines"]), setup["label"])
+    namespace = student.run(cloudpickle.loads, setup["payload"])
+    return namespace, set(setup["lines"])
+
+
+def _resolve(module_name: str, qualname: str) -> Any:
+    if not module_name.startswith("graders."):
+        raise GraderBroke(f"scenarios must live in the graders package, not {module_name}")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _runner_main(conn: Any, setup: dict) -> None:
+    if hasattr(os, "setpgrp"):
+        os.setpgrp()  # the judge kills this whole group: every process the student's code starts
+    _redirect(1, setup["stdout"])
+    _redirect(2, setup["stderr"])
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    os.environ.update(setup["env"])
+    warnings.simplefilter("ignore")  # the grader's own operations stay quiet; student calls record theirs
+    import numpy as np
+    import random
+    import torch
+
+    torch.set_num_threads(1)  # tiny tensors: a thread pool costs more than it saves (10-1000x on 2 cores)
+    seed = setup["seed"]
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if not setup["instructor"]:
+        for name in [m for m in sys.modules if m == "solutions" or m.startswith("solutions.")]:
+            del sys.modules[name]
+        sys.meta_path.insert(0, _NoReferenceAnswers())
+    notes: list[str] = []
+    _limit_memory(setup["memory_mb"], setup["device"])
+    try:
+        namespace, files = _load(setup)
+        missing = [n for n in setup["names"] if n not in namespace]
+        if missing:
+            raise StudentRaised(StudentError(
+                "missing", "define " + " and ".join(f"`{n}`" for n in missing) +
+                (": the exercise expects " + ("these names" if len(missing) > 1 else "this name") +
+                 f", and {setup['label']} has no such name")))
+        if not setup["instructor"] and _reference_used(namespace):
+            raise StudentRaised(_FORBIDDEN)
+    except StudentRaised as exc:
+        _send(conn, "student_error", dataclasses.asdict(exc.error), notes)
+        return
+    student = RunnerStudent(namespace, files, setup["label"])
+    _send(conn, "ready", wire.encode(None), notes)
+    device = setup["device"]
+    while True:
+        try:
+            message = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        try:
+            reply = _serve(student, message, device)
+            if not setup["instructor"] and _reference_used(namespace):
+                raise StudentRaised(_FORBIDDEN)
+            _send(conn, "ok", wire.encode(reply), student.notes)
+        except StudentRaised as exc:
+            _send(conn, "student_error", dataclasses.asdict(exc.error), student.notes)
+        except CheckFailed as exc:
+            _send(conn, "failed", str(exc), student.notes)
+        except BaseException:  # noqa: BLE001 - a broken scenario is the grader's bug, reported as such
+            _send(conn, "grader_error", traceback.format_exc(limit=-6), student.notes)
+
+
+def _serve(student: RunnerStudent, message: tuple, device: str) -> Any:
+    kind = message[0]
+    if kind == "call":
+        _, name, args, kwargs, with_inputs = message
+        result = student.call(name, *args, **kwargs)
+        return (result, args, kwargs) if with_inputs else result
+    if kind == "scenario":
+        _, module_name, qualname, args, kwargs = message
+        return _resolve(module_name, qualname)(student, *args, **kwargs)
+    raise GraderBroke(f"unknown request {kind!r}")

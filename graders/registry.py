@@ -1,0 +1,127 @@
+"""Exercises and their checks, found by id.
+
+Each exercise lives in one module, ``graders/chNN_<slug>/<exercise_id>.py``, which declares it and its
+checks::
+
+    SLIDING_WINDOW = exercise("sliding_window", chapter="01_tensors", names=["sliding_window"])
+
+    @SLIDING_WINDOW.check(points=1)
+    def is_a_view(student, device):
+        \"\"\"The result shares x's storage: writing into it writes into x.\"\"\"
+
+Chapter packages and their exercise modules are discovered on import, so a new exercise needs no edit
+anywhere else in ``graders/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from graders.outcomes import UsageError
+
+CheckFunction = Callable[[Any, Any], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    name: str
+    points: int
+    description: str
+    function: CheckFunction
+
+
+@dataclasses.dataclass
+class Exercise:
+    id: str
+    chapter: str
+    names: tuple[str, ...]
+    module: str = ""
+    checks: list[Check] = dataclasses.field(default_factory=list)
+
+    def check(self, points: int = 1) -> Callable[[CheckFunction], CheckFunction]:
+        """Decorator registering a check; its docstring's first line is its description."""
+
+        def register(function: CheckFunction) -> CheckFunction:
+            if any(c.name == function.__name__ for c in self.checks):
+                raise ValueError(f"duplicate check {function.__name__} in {self.id}")
+            description = (function.__doc__ or function.__name__).strip().splitlines()[0]
+            self.checks.append(Check(function.__name__, points, description, function))
+            return function
+
+        return register
+
+    @property
+    def max_score(self) -> int:
+        return sum(c.points for c in self.checks)
+
+    def select(self, names: Sequence[str] | None) -> list[Check]:
+        if not names:
+            return list(self.checks)
+        by_name = {c.name: c for c in self.checks}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise UsageError(f"exercise {self.id!r} has no check named {', '.join(map(repr, unknown))}; "
+                             f"its checks are: {', '.join(by_name)}")
+        return [by_name[n] for n in names]
+
+
+REGISTRY: dict[str, Exercise] = {}
+LOAD_ERRORS: dict[str, str] = {}
+_CHAPTER_PACKAGE = re.compile(r"ch\d\d_\w+$")
+
+
+def exercise(id: str, chapter: str, names: Iterable[str]) -> Exercise:
+    if id in REGISTRY:
+        raise ValueError(f"exercise {id!r} is defined twice")
+    module = sys._getframe(1).f_globals.get("__name__", "")
+    REGISTRY[id] = Exercise(id, chapter, tuple(names), module)
+    return REGISTRY[id]
+
+
+def load_all_chapters() -> None:
+    """Import every ``graders.chNN_<slug>`` package and each exercise module in it.
+
+    A module that fails to import is recorded in ``LOAD_ERRORS`` (the test suite requires it to be empty)
+    instead of breaking the grading of every other exercise.
+    """
+    import graders
+
+    for info in pkgutil.iter_modules(graders.__path__):
+        if not (info.ispkg and _CHAPTER_PACKAGE.match(info.name)):
+            continue
+        package_name = f"graders.{info.name}"
+        try:
+            package = importlib.import_module(package_name)
+        except Exception as exc:  # noqa: BLE001
+            LOAD_ERRORS[package_name] = f"{type(exc).__name__}: {exc}"
+            continue
+        for sub in pkgutil.iter_modules(package.__path__):
+            name = f"{package_name}.{sub.name}"
+            if sub.name.startswith("_") or name in sys.modules or name in LOAD_ERRORS:
+                continue
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # noqa: BLE001 - reported with the unknown-exercise message
+                LOAD_ERRORS[name] = f"{type(exc).__name__}: {exc}"
+
+
+def exercises() -> list[Exercise]:
+    load_all_chapters()
+    order = list(REGISTRY)
+    return sorted(REGISTRY.values(), key=lambda e: (e.chapter, order.index(e.id)))
+
+
+def get_exercise(exercise_id: str) -> Exercise:
+    load_all_chapters()
+    try:
+        return REGISTRY[exercise_id]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        broken = "".join(f"\n(grader module {m} failed to load: {e})" for m, e in LOAD_ERRORS.items())
+        raise UsageError(f"unknown exercise {exercise_id!r}; known exercises: {known}{broken}") from None
