@@ -29,16 +29,19 @@ lab: setup
 
 ## lab-instructor: open JupyterLab on course/ (solutions and hidden tests included)
 lab-instructor: setup
-	$(BIN)/python -m coursekit.lab --instructor $(LAB_ARGS)
+	COURSE_INSTRUCTOR=1 $(BIN)/python -m coursekit.lab --instructor $(LAB_ARGS)
 
 ## student-edition: only build workspace/ (what `make lab` does before starting JupyterLab)
 student-edition: setup
 	$(BIN)/python -m coursekit.lab --build-only
 
 ## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
+## (the instructor notebooks, whose answers import the reference, with processes started by spawn as on
+## macOS and Windows)
 test: setup
 	$(BIN)/python -m pytest tests
-	$(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+	COURSE_INSTRUCTOR=1 COURSE_START_METHOD=spawn \
+	  $(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: setup
@@ -46,7 +49,7 @@ test-fast: setup
 
 ## notebooks: rebuild every chapter notebook from course_src/ and execute it (commit the result)
 notebooks: setup
-	$(BIN)/python -m coursekit.notebooks build
+	COURSE_INSTRUCTOR=1 $(BIN)/python -m coursekit.notebooks build
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

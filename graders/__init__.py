@@ -109,12 +109,36 @@ class ExerciseNotPassed(AssertionError):
                 "not pass (the FAIL lines above say why)"]
 
 
+def _judge_outside_the_kernel(exercise_id: str, namespace: dict[str, Any], checks: list[str] | None,
+                              device: Any) -> Report:
+    """Grade in a clean judge process (graders.judge_server): nothing a notebook cell patched reaches it."""
+    from graders.devices import resolve_device
+    from graders.judge_server import client
+
+    exercise = get_exercise(exercise_id)
+    exercise.select(checks)  # an unknown check name is the caller's mistake: say so here
+    device = resolve_device(device)
+    request = {"exercise": exercise_id, "checks": checks, "device": str(device), "timeout": DEFAULT_TIMEOUT_S,
+               "memory_mb": None, "instructor": _instructor(None), "source": None, "load_error": None}
+    missing = [n for n in exercise.names if n not in namespace]
+    if missing:
+        request["load_error"] = StudentError("missing", "define " + " and ".join(f"`{n}`" for n in missing) +
+                                             " first (run the cell that defines it)")
+    else:
+        try:
+            request["source"] = StudentSource.from_namespace(namespace, exercise.names)
+        except StudentCodeError as exc:
+            request["load_error"] = exc.error
+    return client().grade(request, exercise)
+
+
 def check(exercise_id: str, namespace: dict[str, Any], *checks: str, device: Any = None) -> None:
     """The notebook check cell: print one line per check and raise if any did not pass.
 
-    It returns nothing, so a check cell never ends on a value that nbgrader could mistake for a result.
+    The verdict is made in a judge process outside the kernel. It returns nothing, so a check cell never
+    ends on a value that nbgrader could mistake for a result.
     """
-    report = check_namespace(exercise_id, namespace, list(checks) or None, device=device)
+    report = _judge_outside_the_kernel(exercise_id, namespace, list(checks) or None, device)
     print(report.as_text(), flush=True)
     if not report.passed:
         raise ExerciseNotPassed(report) from None

@@ -23,7 +23,7 @@ Consequences, each proven in tests/test_isolation.py:
 
 Runners start from a *forkserver* on Linux and macOS: a clean process, started once per judge, that has
 imported torch and the graders but never sees an expected value; forking from it costs milliseconds.
-On Windows (or with ``COURSE_START_METHOD=spawn``) each runner is a fresh interpreter.
+On Windows (or with ``COURSE_GRADER_START_METHOD=spawn``) each runner is a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import types
@@ -52,7 +53,7 @@ from typing import Any
 from graders import wire
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError
 
-START_METHOD_ENV = "COURSE_START_METHOD"
+START_METHOD_ENV = "COURSE_GRADER_START_METHOD"  # the notebooks' own processes: COURSE_START_METHOD
 MEMORY_LIMIT_ENV = "COURSE_MEMORY_LIMIT_MB"
 DEFAULT_MEMORY_LIMIT_MB = 2048
 DEFAULT_TIMEOUT_S = 10.0
@@ -143,17 +144,21 @@ def _context():
     return context
 
 
+_MAIN_LOCK = threading.RLock()  # judges in threads (graders.ranks starts its ranks from threads too)
+
+
 @contextlib.contextmanager
 def _main_module_hidden():
     """Start a process without it re-running the caller's ``__main__`` (multiprocessing does that under spawn
     and forkserver, so a script that calls the graders at top level would grade itself recursively)."""
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
 
 
 def warm_up() -> None:
@@ -173,6 +178,8 @@ class Runner:
                  env: dict[str, str] | None = None) -> None:
         self.source = source
         self.limits = limits
+        self.seed = seed
+        self.device = device
         self._dead: StudentCodeError | None = None
         self._ready = False
         self.notes: list[str] = []
@@ -182,16 +189,20 @@ class Runner:
         os.close(fd_err)
         context = _context()
         self._conn, child_conn = context.Pipe(duplex=True)
+        # Never written to: when the judge ends (or dies), the runner's end reads EOF and the runner ends
+        # its whole process group, so no student code outlives the judge.
+        alive_reader, self._alive = context.Pipe(duplex=False)
         setup = {
             "label": source.label, "names": source.names, "path": source.path, "payload": source.payload,
             "lines": source.lines, "seed": seed, "device": device, "memory_mb": limits.memory(),
             "instructor": limits.instructor, "stdout": self._stdout_path, "stderr": self._stderr_path,
             "env": dict(env or {}),
         }
-        self.process = context.Process(target=_runner_main, args=(child_conn, setup), name="course-runner")
+        self.process = context.Process(target=_runner_main, args=(child_conn, setup, alive_reader), name="course-runner")
         with _main_module_hidden():
             self.process.start()
         child_conn.close()
+        alive_reader.close()
 
     @property
     def loaded(self) -> bool:
@@ -205,12 +216,18 @@ class Runner:
             return
         if self._dead:
             raise self._dead
-        timeout = max(START_TIMEOUT_S, self.limits.timeout or 0)
-        self._receive(timeout, waiting_for="loading your code")
+        # Starting a process (a fresh interpreter under spawn) is not the student's time; loading their code is.
+        self._receive(START_TIMEOUT_S, waiting_for="starting the grading process")
+        self._receive(self.limits.timeout, waiting_for="loading your code")
         self._ready = True
 
     def request(self, message: tuple, *, timeout: float | None = None) -> Any:
         """Send one request; return the decoded observation, or raise what the runner reported."""
+        self.send(message)
+        return self.receive(timeout if timeout is not None else self.limits.timeout)
+
+    def send(self, message: tuple) -> None:
+        """Send one request without waiting for its reply (graders.ranks starts every rank at once)."""
         self.ready()
         if self._dead:
             raise self._dead
@@ -218,7 +235,14 @@ class Runner:
             self._conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, EOFError):
             self._died("before it could be given the next input")
-        return self._receive(timeout if timeout is not None else self.limits.timeout, waiting_for=None)
+
+    def receive(self, timeout: float | None) -> Any:
+        """The reply to the last request sent; raises what the runner reported, or how it ended."""
+        return self._receive(timeout, waiting_for=None)
+
+    def waitables(self) -> list[Any]:
+        """For multiprocessing.connection.wait: ready when a reply has come or the runner has ended."""
+        return [self._conn, self.process.sentinel]
 
     def _receive(self, timeout: float | None, waiting_for: str | None) -> Any:
         deadline = None if not timeout else time.monotonic() + timeout
@@ -250,7 +274,7 @@ class Runner:
         for note in notes:
             if note not in self.notes:
                 self.notes.append(note)
-        if kind in ("ok", "ready"):
+        if kind in ("ok", "ready", "started"):
             return wire.decode(body)
         if kind == "student_error":
             raise StudentCodeError(StudentError(**body))
@@ -300,6 +324,8 @@ class Runner:
         """Stop the runner and whatever it started; return the notes (printed output, warnings)."""
         with contextlib.suppress(Exception):
             self._conn.close()
+        with contextlib.suppress(Exception):
+            self._alive.close()
         self.process.join(0.5)
         self.kill()
         self.process.join(5)
@@ -524,9 +550,27 @@ def _resolve(module_name: str, qualname: str) -> Any:
     return target
 
 
-def _runner_main(conn: Any, setup: dict) -> None:
+def _end_with_the_judge(alive: Any) -> None:
+    """A watchdog thread: when the judge's end of ``alive`` closes, end this runner and all it started."""
+
+    def watch() -> None:
+        try:
+            alive.recv_bytes()
+        except BaseException:  # noqa: BLE001 - EOF: the judge is gone or done
+            pass
+        if hasattr(os, "killpg"):
+            with contextlib.suppress(OSError):
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="course-watchdog", daemon=True).start()
+
+
+def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
     if hasattr(os, "setpgrp"):
         os.setpgrp()  # the judge kills this whole group: every process the student's code starts
+    if alive is not None:
+        _end_with_the_judge(alive)
     _redirect(1, setup["stdout"])
     _redirect(2, setup["stderr"])
     sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
@@ -548,6 +592,7 @@ def _runner_main(conn: Any, setup: dict) -> None:
         sys.meta_path.insert(0, _NoReferenceAnswers())
     notes: list[str] = []
     _limit_memory(setup["memory_mb"], setup["device"])
+    _send(conn, "started", wire.encode(None), notes)
     try:
         namespace, files = _load(setup)
         missing = [n for n in setup["names"] if n not in namespace]

@@ -43,6 +43,14 @@ class Submission:
         message = ("scenario", function.__module__, function.__qualname__, args, kwargs)
         return self._runner.request(message, timeout=timeout)
 
+    def on_ranks(self, scenario: Callable[..., Any], world_size: int, args_per_rank: Sequence[Sequence[Any]] | None = None,
+                 **options: Any) -> Any:
+        """Run ``scenario(runner_student, rank_context, *args)`` on ``world_size`` ranks of a real process
+        group (gloo on CPU, NCCL with enough GPUs); see :func:`graders.ranks.run_on_ranks`."""
+        from graders.ranks import run_on_ranks
+
+        return run_on_ranks(self, scenario, world_size, args_per_rank, **options)
+
 
 def expect_error(student: Submission, error: type[BaseException], name: str, args: Sequence[Any], *,
                  call: str, why: str, cause: str | None = "a missing check at the top of the function",

@@ -6,7 +6,12 @@ nbgrader_config.py. The submissions:
 - ``instructor``: the source notebook itself (solutions in place) — full marks;
 - ``untouched``: the student release as handed out — 0, without crashing;
 - ``partial``: the release with only the first exercise answered — a partial score;
-- ``noisy``: correct answers that also print to stderr and raise warnings — still full marks.
+- ``noisy``: correct answers that also print to stderr and raise warnings — still full marks;
+- ``wrong`` (chapter 01): a sliding_window that copies instead of returning a view, nothing else
+  written — its feedback and ``nbgrader validate`` say why, and that the rest is not written yet.
+
+The instructor's answers import the reference solutions, which only the instructor may do while
+grading: these round trips run with ``COURSE_INSTRUCTOR=1``.
 """
 
 from __future__ import annotations
@@ -29,11 +34,13 @@ NBGRADER = [sys.executable, "-m", "nbgrader"]
 pytestmark = pytest.mark.slow
 
 
-def _nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+def _nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     # nbgrader runs the `alembic` command by name: the environment's bin/ must come first on PATH.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", "COURSE_INSTRUCTOR": "1"}
     result = subprocess.run([*NBGRADER, *args], cwd=course, capture_output=True, text=True, timeout=900, env=env)
+    if not check:
+        return result
     assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return result
 
@@ -121,19 +128,25 @@ def _round_trip(chapter: str, course: Path) -> dict:
     for cell in _solution_cells(noisy):
         cell.source = _with_noise(cell.source)
 
-    for student, nb in {"instructor": source, "untouched": release, "partial": partial, "noisy": noisy}.items():
+    submissions = {"instructor": source, "untouched": release, "partial": partial, "noisy": noisy}
+    if chapter == "01_tensors":
+        submissions["wrong"] = _wrong_sliding_window(release)
+    for student, nb in submissions.items():
         folder = course / "submitted" / student / chapter
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / name)
 
     _nbgrader(course, "autograde", chapter, "--create")
     _nbgrader(course, "generate_feedback", chapter)
+    validated = None
+    if "wrong" in submissions:
+        validated = _nbgrader(course, "validate", str(course / "submitted" / "wrong" / chapter / name), check=False)
 
     from nbgrader.api import Gradebook
 
     scores = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for student in ("instructor", "untouched", "partial", "noisy"):
+        for student in submissions:
             submission = gradebook.find_submission(chapter, student)
             scores[student] = (submission.score, submission.max_score)
     return {
@@ -143,7 +156,24 @@ def _round_trip(chapter: str, course: Path) -> dict:
         "points": _graded_points(source),
         "first_graded": first_graded,
         "source": source,
+        "validated": validated,
     }
+
+
+COPYING_WINDOW = ("return torch.stack([x[i * step:i * step + size] "
+                  "for i in range((len(x) - size) // step + 1)])")
+
+
+def _wrong_sliding_window(release):
+    """The release with only sliding_window answered, wrongly: a copy (torch.stack) instead of a view."""
+    wrong = nbformat.from_dict(release)
+    for cell in _solution_cells(wrong):
+        if "def sliding_window" in cell.source:
+            cell.source = cell.source.replace("raise NotImplementedError()", COPYING_WINDOW)
+            break
+    else:
+        raise AssertionError("no sliding_window answer cell in chapter 01")
+    return wrong
 
 
 @pytest.fixture(scope="session")
@@ -213,3 +243,30 @@ def test_feedback_does_not_show_hidden_tests(round_trip):
             # HTML escapes quotes; compare on the words of the call
             words = re.sub(r"[^\w]+", " ", line).strip()
             assert words not in re.sub(r"<[^>]+>|&[#\w]+;|[^\w]+", " ", html), f"feedback shows hidden code: {line}"
+
+
+@pytest.fixture
+def wrong_round_trip(round_trips) -> dict:
+    result = round_trips["01_tensors"]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def test_a_wrong_answer_is_explained_by_validate(wrong_round_trip):
+    """nbgrader's Validate shows only each failed cell's error: it must carry the diagnosis, not grader internals."""
+    validated = wrong_round_trip["validated"]
+    text = validated.stdout + validated.stderr
+    assert "is_a_view" in text and "copy, not a view" in text, text
+    assert "not written yet" in text, text
+    assert "graders/" not in text and "Traceback" not in text, text
+
+
+def test_a_wrong_answer_is_explained_in_the_feedback(wrong_round_trip):
+    chapter = wrong_round_trip["chapter"]
+    html = (wrong_round_trip["course"] / "feedback" / "wrong" / chapter / f"{chapter}.html").read_text()
+    words = re.sub(r"<[^>]+>|&[#\w]+;", " ", html)
+    assert "copy, not a view" in words and "not written yet" in words
+    assert "graders/__init__.py" not in words and "judge_server" not in words
+    score, _ = wrong_round_trip["scores"]["wrong"]
+    assert score > 0  # contiguous_input passes: the windows are right, only the view is missing

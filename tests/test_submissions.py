@@ -23,10 +23,11 @@ MIN_BUGS = {"01_tensors": 5}
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_reference_passes(exercise, device):
     reference = importlib.import_module(f"solutions.ch{exercise.chapter}")
-    report = graders.check_namespace(exercise.id, vars(reference), device=device)
+    report = graders.check_namespace(exercise.id, vars(reference), device=device, instructor=True)
     assert report.passed, report.as_text()
     assert report.score == report.max_score > 0
     assert not report.notes, f"the reference wrote to stderr or warned: {report.notes}"
+    assert not report.grader_errors
 
 
 @pytest.mark.parametrize("exercise_id, path", [c for m in CHAPTER_MODULES for c in cases(m)])
@@ -42,3 +43,13 @@ def test_catalogue_is_complete(exercise):
     bugs = list(folder.glob("bug_*.py"))
     assert len(correct) >= 2, f"{exercise.id}: {len(correct)} correct alternatives"
     assert len(bugs) >= MIN_BUGS.get(exercise.chapter, 6), f"{exercise.id}: {len(bugs)} bugs"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_do_nothing_answers_are_catalogued(exercise):
+    """Every exercise has do-nothing answers (pass, return the input, a constant), each scoring 0."""
+    folder = ROOT / f"ch{exercise.chapter}" / exercise.id
+    nothing = list(folder.glob("nothing_*.py"))
+    assert len(nothing) >= 2, f"{exercise.id}: {len(nothing)} do-nothing answers"
+    for path in nothing:
+        assert "EXPECT_SCORE = 0" in path.read_text(), f"{path.name} must declare EXPECT_SCORE = 0"

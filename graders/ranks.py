@@ -1,0 +1,621 @@
+"""Run a grader scenario on every rank of a real ``torch.distributed`` process group (chapter 08).
+
+A check calls :func:`run_on_ranks`. It starts ``world_size`` runners (:class:`graders.isolation.Runner`:
+each loads the student's file or notebook names exactly as a check's own runner does), sends each one
+its request at once, then collects the replies against one common deadline. In each runner the rank
+first joins a fresh process group, then runs the scenario, then leaves the group::
+
+    def scenario(student: RunnerStudent, rank: RankContext, *args, **kwargs) -> observations
+
+``scenario`` is a module-level function of a ``graders`` module (as for ``Submission.scenario``); it
+receives this rank's arguments and a :class:`RankContext` (``rank``, ``world_size``, ``backend``,
+``device``: put this rank's tensors there). The group is the default group, so the student's code and
+the scenario use ``torch.distributed`` directly.
+
+How a run is set up, and why:
+
+- the rendezvous is a ``file://`` store in a fresh temporary directory per run, never a TCP port, so
+  runs on one machine (two students graded at once, parallel tests) cannot collide;
+- backend: gloo on CPU; NCCL only for a CUDA device with at least ``world_size`` GPUs (one per rank);
+- every collective times out after ``collective_timeout`` seconds (gloo's default is 30 minutes);
+- ``TORCH_DISTRIBUTED_DEBUG=DETAIL``: before each collective the ranks compare what they are about to
+  run, so ranks that call different collectives (or shapes, or dtypes) fail at once, on every rank;
+- as soon as a rank's scenario has ended (returned or raised) and its observations are back, the judge
+  tells it to run one *end-of-run* collective (of a shape no answer uses) and leave the group. A rank
+  still waiting in a collective of the student's that this rank never calls therefore fails at once
+  ("rank 0 had already returned"), instead of waiting for the timeout; the failure of that end-of-run
+  collective on the rank that had finished is expected and ignored, and its observations are already safe;
+- torch's own C++ log lines (``[rank0]:[E… ProcessGroupGloo.cpp…]``) go to a per-rank file of the run
+  (:attr:`RankRun.logs`), not to the student's notes; what the student's code prints is still reported;
+- whatever happens, every runner is killed and the temporary directory removed before returning.
+
+What comes back is a :class:`RankRun`: per rank, the scenario's observations or the reason it has none
+(a :class:`StudentError` that names the rank, what was raised and the student's own line; a timeout; a
+crash; a failed check; a grader error). :meth:`RankRun.values` returns the observations or raises the
+one exception that ends the check (the cause first: a rank's own error before the collective failures
+it caused on the other ranks).
+
+A wrong collective costs well under a second (DETAIL's comparison); a rank that never reaches a
+collective costs ``collective_timeout`` on the others; a rank that never returns is killed at the deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import pickle
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from multiprocessing.connection import wait as wait_for_any
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from graders.isolation import (
+    START_TIMEOUT_S,
+    GraderBroke,
+    Limits,
+    Runner,
+    RunnerStudent,
+    StudentRaised,
+    StudentSource,
+    _resolve,
+)
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError, skip
+
+DEFAULT_COLLECTIVE_TIMEOUT_S = 5.0
+DEBUG_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+# The end-of-run collective: an all_reduce of a shape no answer uses. Which ranks were in it is known from how
+# their scenarios ended; DETAIL's message shows this shape only when the other rank's fingerprint had as many fields.
+END_OF_RUN_SHAPE = (1, 1, 1, 1, 1, 1, 1, 8)
+_END_OF_RUN_TEXT = "TensorShape=[" + ", ".join(map(str, END_OF_RUN_SHAPE)) + "]"
+LOG_CHARS = 4000
+LEAVE_GRACE_S = 2.0  # for every rank to run the end-of-run collective and leave the group, once all have finished
+
+_START_LOCK = threading.Lock()  # isolation's _main_module_hidden swaps sys.modules["__main__"]: not thread-safe
+
+
+# ==================================================================================================
+# What the scenario is given, and what the judge gets back
+# ==================================================================================================
+@dataclasses.dataclass(frozen=True)
+class RankContext:
+    """Given to a rank's scenario: which rank it is, and where its tensors go."""
+
+    rank: int
+    world_size: int
+    backend: str  # "gloo" or "nccl"
+    device: str  # "cpu", or "cuda:<rank>" under NCCL
+
+
+@dataclasses.dataclass
+class RankRun:
+    """What every rank of one run came back with; exactly one of ``results[r]`` (when ``ok[r]``),
+    ``errors[r]``, ``failures[r]`` or ``grader_errors[r]`` describes rank ``r``."""
+
+    world_size: int
+    backend: str
+    devices: list[str]
+    results: list[Any]  # the scenario's observations; None for a rank that has none
+    ok: list[bool]
+    errors: list[StudentError | None]  # the student's code on that rank did not finish (raised, timed out, crashed)
+    collective: list[bool]  # that error is a collective failing (often the consequence of another rank's error)
+    failures: list[str | None]  # the scenario called fail(...) on that rank
+    grader_errors: list[str | None]  # the grader's own code broke on that rank
+    notes: list[str]  # what the student's code printed or warned, "rank r: ..."
+    logs: list[str]  # torch's own log lines on each rank (for debugging a grader; never shown to students)
+    seconds: float  # from sending the requests to the last reply
+
+    @property
+    def passed(self) -> bool:
+        return all(self.ok)
+
+    def problem(self) -> BaseException | None:
+        """The exception that ends the check, or None when every rank returned.
+
+        The cause comes first: a grader bug (other than a collective failing because of the student's
+        code), then the student's own errors (raised, crashed, exited, memory), then ``fail(...)``, then
+        ranks stopped at the deadline, then collectives that failed on one rank because of another.
+        """
+        if self.passed:
+            return None
+        ranks = range(self.world_size)
+        own_grader = [r for r in ranks if self.grader_errors[r] and not _distributed_text(self.grader_errors[r])]
+        if own_grader:
+            r = own_grader[0]
+            return GraderBroke(f"on rank {r} of {self.world_size}: {self.grader_errors[r]}")
+        errors = [r for r in ranks if self.errors[r] is not None]
+        own = [r for r in errors if self.errors[r].kind != "timeout" and not self.collective[r]]
+        timeouts = [r for r in errors if self.errors[r].kind == "timeout"]
+        collective = [r for r in errors if r not in own and r not in timeouts]
+        failures = [r for r in ranks if self.failures[r] is not None]
+        if own:
+            return self._student_error(own + timeouts + collective)
+        if failures:
+            return CheckFailed(self._failure_text(failures))
+        if timeouts or collective:
+            return self._student_error(timeouts + collective)
+        r = next(r for r in ranks if self.grader_errors[r])
+        return GraderBroke(f"on rank {r} of {self.world_size}: {self.grader_errors[r]}")
+
+    def raise_problem(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise problem
+
+    def values(self) -> list[Any]:
+        """Every rank's observations, in rank order; raises :meth:`problem` when a rank has none."""
+        self.raise_problem()
+        return list(self.results)
+
+    def _student_error(self, order: list[int]) -> StudentCodeError:
+        first = self.errors[order[0]]
+        lines = [first.describe()]
+        for r in order[1:]:
+            lines.append("  and " + self.errors[r].describe().replace("\n", "\n  "))
+        return StudentCodeError(dataclasses.replace(first, summary="\n".join(lines), where=None))
+
+    def _failure_text(self, failing: list[int]) -> str:
+        by_message: dict[str, list[int]] = {}
+        for r in failing:
+            by_message.setdefault(self.failures[r], []).append(r)
+        parts = []
+        for message, ranks in by_message.items():
+            which = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+            parts.append(f"on {which} of {self.world_size}: {message}")
+        return "\n".join(parts)
+
+
+# ==================================================================================================
+# The judge's side
+# ==================================================================================================
+def choose_backend(device: str | torch.device, world_size: int, backend: str | None = None) -> tuple[str, list[str]]:
+    """The backend and each rank's device: NCCL (one GPU per rank) only for a CUDA device with enough
+    GPUs, otherwise gloo on CPU. Asking for NCCL without enough GPUs skips the check (absent hardware)."""
+    device = torch.device(device)
+    enough_gpus = torch.cuda.is_available() and torch.cuda.device_count() >= world_size
+    if backend is None:
+        backend = "nccl" if device.type == "cuda" and enough_gpus and torch.distributed.is_nccl_available() else "gloo"
+    if backend == "nccl":
+        if not (enough_gpus and torch.distributed.is_nccl_available()):
+            skip(f"NCCL needs one CUDA GPU per rank: {world_size} ranks, "
+                 f"{torch.cuda.device_count() if torch.cuda.is_available() else 0} GPU(s) here")
+        return backend, [f"cuda:{r}" for r in range(world_size)]
+    if backend != "gloo":
+        raise ValueError(f"backend {backend!r}: use 'gloo' or 'nccl'")
+    return backend, ["cpu"] * world_size
+
+
+def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
+                 args_per_rank: Sequence[Sequence[Any]] | None = None, *,
+                 kwargs_per_rank: Sequence[dict[str, Any]] | None = None,
+                 device: str | torch.device = "cpu", backend: str | None = None,
+                 timeout: float | None = None, collective_timeout: float = DEFAULT_COLLECTIVE_TIMEOUT_S,
+                 limits: Limits | None = None, seed: int | None = None) -> RankRun:
+    """Run ``scenario(runner_student, RankContext, *args_per_rank[r], **kwargs_per_rank[r])`` on rank
+    ``r`` of a fresh ``world_size``-rank process group, for every rank at once; collect every rank's outcome.
+
+    ``student``: the check's :class:`graders.student.Submission` (its source and limits are used, and the
+    ranks' notes are added to the check's notes) or a :class:`StudentSource` (then ``limits``).
+    ``timeout``: one deadline for all ranks, counted once every rank has loaded the student's code
+    (default: the limits' per-request timeout); a rank still running then is killed and reported as
+    timed out, the others as they ended. ``collective_timeout``: how long one collective waits for the
+    other ranks (at most half the deadline). ``seed``: every rank is seeded with it (default: the
+    judge's current seed, which the judge set for this check). ``device`` and ``backend``: see
+    :func:`choose_backend`.
+
+    Raises :class:`StudentCodeError` when the student's code cannot even be loaded (then on every rank);
+    everything that happens on the ranks is in the returned :class:`RankRun` (``.values()`` raises it).
+    """
+    if world_size < 1:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    source, limits, notes_sink = _student_parts(student, limits)
+    args_per_rank = [tuple(a) for a in args_per_rank] if args_per_rank is not None else [()] * world_size
+    kwargs_per_rank = [dict(k) for k in kwargs_per_rank] if kwargs_per_rank is not None else [{}] * world_size
+    if len(args_per_rank) != world_size or len(kwargs_per_rank) != world_size:
+        raise ValueError(f"args_per_rank and kwargs_per_rank need one entry per rank ({world_size})")
+    if not scenario.__module__.startswith("graders.") or "<" in scenario.__qualname__:
+        raise ValueError(f"the scenario must be a module-level function of a graders module, not "
+                         f"{scenario.__module__}.{scenario.__qualname__}")
+    backend, devices = choose_backend(device, world_size, backend)
+    if seed is None:
+        seed = torch.initial_seed() % 2**32
+    if timeout is None:
+        timeout = limits.timeout
+    if timeout:  # a rank waiting for one that never comes says so before the deadline stops them both
+        collective_timeout = min(collective_timeout, timeout / 2)
+    workdir = tempfile.mkdtemp(prefix="course-ranks-")
+    runners: list[_RankRunner] = []
+    try:
+        rendezvous = f"file://{Path(workdir, 'rendezvous').as_posix()}"
+        env_base = {**DEBUG_ENV, **_loopback_env(), "WORLD_SIZE": str(world_size)}
+        if backend == "nccl":
+            env_base["TORCH_NCCL_BLOCKING_WAIT"] = "1"  # a timed-out NCCL collective raises, not aborts
+        with _START_LOCK:
+            for r in range(world_size):
+                env = {**env_base, "RANK": str(r), "LOCAL_RANK": str(r)}
+                runners.append(_RankRunner(source, seed=seed, device=devices[r], limits=limits, env=env))
+        for runner in runners:  # they load at the same time; a load error is the same on every rank
+            runner.ready()
+        messages = []
+        for r in range(world_size):
+            setup = {"module": scenario.__module__, "qualname": scenario.__qualname__, "rank": r,
+                     "world_size": world_size, "backend": backend, "device": devices[r],
+                     "init_method": rendezvous, "collective_timeout": float(collective_timeout),
+                     "log": str(Path(workdir, f"rank{r}.log"))}
+            rank_args = (setup, args_per_rank[r], kwargs_per_rank[r])
+            messages.append(("scenario", __name__, _rank_main.__qualname__, rank_args, {}))
+        start = time.monotonic()
+        outcomes = _send_all_and_collect(runners, messages, timeout)
+        seconds = time.monotonic() - start
+    finally:
+        run_notes = _close_all(runners)
+        logs = [_read_log(Path(workdir, f"rank{r}.log")) for r in range(world_size)]
+        shutil.rmtree(workdir, ignore_errors=True)
+    run = _assemble(outcomes, world_size, backend, devices, run_notes, logs, seconds)
+    if notes_sink is not None:
+        for note in run.notes:
+            if note not in notes_sink:
+                notes_sink.append(note)
+    return run
+
+
+class _RankRunner(Runner):
+    """A runner whose request can be sent now and its reply read later (so all ranks start together).
+
+    These methods use Runner's private connection; they belong in :class:`Runner` itself.
+    """
+
+    def send(self, message: tuple) -> None:
+        self.ready()
+        if self._dead:
+            raise self._dead
+        try:
+            self._conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, EOFError):
+            self._died("before it could be given the next input")
+
+    def send_quietly(self, message: tuple) -> bool:
+        """Send when the runner is alive and idle; True when sent."""
+        if self._dead is not None or not self.process.is_alive():
+            return False
+        try:
+            self._conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, EOFError, ValueError):
+            return False
+        return True
+
+    def waitables(self) -> list[Any]:
+        return [self._conn, self.process.sentinel]
+
+    def has_reply(self) -> bool:
+        try:
+            return self._conn.poll(0) or not self.process.is_alive()
+        except (OSError, EOFError, ValueError):
+            return True
+
+    def receive(self) -> Any:
+        """The reply (already there, or the runner is gone: then how it ended is raised)."""
+        return self._receive(START_TIMEOUT_S, waiting_for=None)
+
+
+def _student_parts(student: Any, limits: Limits | None) -> tuple[StudentSource, Limits, list[str] | None]:
+    if isinstance(student, StudentSource):
+        return student, limits or Limits(), None
+    runner = getattr(student, "_runner", None)  # a graders.student.Submission
+    if isinstance(runner, Runner):
+        return runner.source, limits or runner.limits, runner.notes
+    raise TypeError(f"run_on_ranks needs the check's Submission or a StudentSource, not {type(student).__name__}")
+
+
+def _loopback_env() -> dict[str, str]:
+    """Ranks talk over the loopback interface (one machine; nothing else need be reachable)."""
+    env = {}
+    if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
+        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            if name not in os.environ:
+                env[name] = "lo"
+    return env
+
+
+def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], timeout: float | None) -> list[tuple]:
+    """Send every rank its request, then wait for all replies until one deadline.
+
+    A rank whose scenario has ended is told at once to run the end-of-run collective and leave the group
+    (a second request, :func:`_rank_end`), so a rank still waiting in a collective of the student's that
+    this rank never calls fails now; the judge does not wait for that, only (briefly) for the ranks to
+    leave the group when every rank got that far.
+
+    Each outcome is ``("ok", wrapper's report)``, ``("student", StudentError)``, ``("failed", message)`` or
+    ``("grader", detail)``.
+    """
+    world_size = len(runners)
+    outcomes: list[tuple | None] = [None] * world_size
+    for r, runner in enumerate(runners):
+        try:
+            runner.send(messages[r])
+        except StudentCodeError as exc:
+            outcomes[r] = ("student", exc.error)
+    deadline = None if not timeout else time.monotonic() + timeout
+    pending = [r for r in range(world_size) if outcomes[r] is None]
+    leaving: list[int] = []
+    while pending:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            for r in pending:
+                runners[r].kill()
+                outcomes[r] = ("student", StudentError(
+                    "timeout", f"did not finish within {timeout:g} s and was stopped (an endless loop, far too "
+                               "much work, or waiting for something the other ranks never do?)"))
+            break
+        wait_for_any([w for r in pending for w in runners[r].waitables()],
+                     timeout=None if remaining is None else max(remaining, 0))
+        for r in list(pending):
+            if not runners[r].has_reply():
+                continue
+            pending.remove(r)
+            try:
+                outcomes[r] = ("ok", runners[r].receive())
+            except StudentCodeError as exc:
+                outcomes[r] = ("student", exc.error)
+            except CheckFailed as exc:
+                outcomes[r] = ("failed", str(exc))
+            except GraderBroke as exc:
+                outcomes[r] = ("grader", str(exc).strip())
+            if runners[r].send_quietly(_END_MESSAGE):
+                leaving.append(r)
+    if len(leaving) == world_size:  # every rank is leaving the group: let them (it takes milliseconds)
+        _wait_quietly([runners[r] for r in leaving], LEAVE_GRACE_S)
+    return outcomes  # type: ignore[return-value]
+
+
+def _wait_quietly(runners: list[_RankRunner], seconds: float) -> None:
+    """Read the replies of ``runners`` (whatever they are) for at most ``seconds``."""
+    deadline = time.monotonic() + seconds
+    waiting = list(runners)
+    while waiting and time.monotonic() < deadline:
+        wait_for_any([w for runner in waiting for w in runner.waitables()], timeout=max(deadline - time.monotonic(), 0))
+        for runner in list(waiting):
+            if runner.has_reply():
+                waiting.remove(runner)
+                with contextlib.suppress(Exception):
+                    runner.receive()
+
+
+def _close_all(runners: list[_RankRunner]) -> list[list[str]]:
+    for runner in runners:  # closing the connections first lets every runner exit at once
+        with contextlib.suppress(Exception):
+            runner._conn.close()
+    return [runner.close() for runner in runners]
+
+
+def _read_log(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[:LOG_CHARS]
+    except OSError:
+        return ""
+
+
+def _assemble(outcomes: list[tuple], world_size: int, backend: str, devices: list[str],
+              run_notes: list[list[str]], logs: list[str], seconds: float) -> RankRun:
+    results: list[Any] = [None] * world_size
+    ok = [False] * world_size
+    errors: list[StudentError | None] = [None] * world_size
+    collective = [False] * world_size
+    failures: list[str | None] = [None] * world_size
+    grader_errors: list[str | None] = [None] * world_size
+    raw: list[StudentError | None] = [None] * world_size
+    left: dict[int, str] = {}  # ranks whose scenario ended on its own, so they were in the end-of-run collective
+    for r, (kind, body) in enumerate(outcomes):
+        if kind == "ok":  # the rank wrapper's own report of how the scenario ended
+            kind, body = body["status"], body.get("body")
+            if kind == "ok":
+                results[r], ok[r] = body, True
+                left[r] = "had already returned from your code"
+            elif kind == "student":
+                body = StudentError(**body)
+                if not is_collective_error(body):
+                    left[r] = f"had already stopped (your code {body.summary.splitlines()[0]})"
+            else:
+                left[r] = "had already finished"
+        if kind == "student":
+            raw[r] = body
+        elif kind == "failed":
+            failures[r] = body
+        elif kind == "grader":
+            grader_errors[r] = body
+    for r, error in enumerate(raw):
+        if error is not None:
+            errors[r], collective[r] = _on_rank(error, r, world_size, logs[r], left)
+    notes: list[str] = []
+    for r, rank_notes in enumerate(run_notes):
+        for note in rank_notes:
+            labelled = f"rank {r}: {note}"
+            if labelled not in notes:
+                notes.append(labelled)
+    return RankRun(world_size, backend, devices, results, ok, errors, collective, failures, grader_errors, notes, logs,
+                   seconds)
+
+
+# ==================================================================================================
+# Saying what happened on a rank
+# ==================================================================================================
+_DISTRIBUTED_MARKERS = ("Detected mismatch between collectives", "monitoredBarrier", "Connection closed by peer",
+                        "Connection reset by peer", "ProcessGroup", "Timed out waiting", "NCCL error",
+                        "Socket Timeout", "torch.distributed")
+_FINGERPRINT = re.compile(r"Rank (\d+) is running collective:")
+_FIELD = re.compile(r"(OpType|TensorShape|TensorDtypes)=(\[[^\]]*\]|\w+)")
+# DETAIL prints another rank's fingerprint in this short form when it could not read it (its serialised
+# length differed: another collective, or a tensor with another number of dimensions); its OpType is then noise.
+_UNREADABLE = re.compile(r"^\s*CollectiveFingerPrint\(SequenceNumber=\d+OpType=")
+_MISSING_RANKS = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier")
+_SAME_CALLS = "every rank must make the same collective calls, in the same order"
+
+
+def is_collective_error(error: StudentError) -> bool:
+    """The student's code raised inside a torch.distributed collective (often because of another rank)."""
+    if any(t.startswith("torch.distributed.") for t in error.exception_types):
+        return True
+    return error.kind == "raised" and _distributed_text(error.exception_message)
+
+
+def _distributed_text(text: str) -> bool:
+    return any(marker in text for marker in _DISTRIBUTED_MARKERS)
+
+
+def _describe_fingerprint(text: str) -> str:
+    """``ALLREDUCE on a float tensor of shape [4]``, from DETAIL's fingerprint of a collective."""
+    fields = dict(_FIELD.findall(text))
+    op = fields.get("OpType", "a collective")
+    shape = fields.get("TensorShape")
+    dtype = fields.get("TensorDtypes")
+    tensor = " ".join(x for x in (dtype and dtype.lower(), shape and f"tensor of shape {shape}") if x)
+    return f"{op} on a {tensor}" if tensor else op
+
+
+def _on_rank(error: StudentError, rank: int, world_size: int, log: str,
+             left: dict[int, str]) -> tuple[StudentError, bool]:
+    """The rank's error, said of that rank, with a collective's failure explained in the course's words;
+    and whether it is a collective failing."""
+    summary, collective = error.summary, False
+    if is_collective_error(error):
+        summary, collective = _explain_collective(error, rank, left), True
+    elif error.kind == "crashed" and _aborted_by_torch(log):
+        summary, collective = f"{summary}: torch.distributed ended the process ({_aborted_by_torch(log)})", True
+    return dataclasses.replace(error, summary=f"on rank {rank} of {world_size}: {summary}"), collective
+
+
+def _aborted_by_torch(log: str) -> str | None:
+    """gloo and NCCL abort the process on some errors (``terminate called … what(): …``); the reason."""
+    found = re.search(r"what\(\):\s*(.*)", log)
+    if "terminate called" not in log or not found:
+        return None
+    return re.sub(r"\[enforce fail at [^\]]*\]\s*", "", found.group(1)).strip()[:200]
+
+
+def _explain_collective(error: StudentError, rank: int, left: dict[int, str]) -> str:
+    message = error.exception_message
+    heads = list(_FINGERPRINT.finditer(message))
+    prints = {int(m.group(1)): message[m.end():heads[i + 1].start() if i + 1 < len(heads) else len(message)]
+              for i, m in enumerate(heads)}
+    if "Detected mismatch between collectives" in message and rank in prints:
+        mine = _describe_fingerprint(prints[rank])
+        others = sorted(r for r in prints if r != rank)
+        gone = [r for r in others if r in left or _END_OF_RUN_TEXT in prints[r]]
+        if others and gone == others:
+            who = " and ".join(f"rank {r}" for r in gone)
+            why = "; ".join(f"rank {r} {left.get(r, 'had already left your code')}" for r in gone)
+            return f"called {mine}, which {who} never called: {why} ({_SAME_CALLS})"
+        theirs = []
+        for r in others:
+            if r in gone:
+                theirs.append(f"rank {r} {left.get(r, 'had already left your code')}")
+            elif _UNREADABLE.match(prints[r]):
+                theirs.append(f"rank {r} called another collective, or the same one on a tensor with another "
+                              "number of dimensions")
+            else:
+                theirs.append(f"rank {r} called {_describe_fingerprint(prints[r])}")
+        return (f"the ranks called different collectives: rank {rank} called {mine}, but " + "; ".join(theirs) +
+                f" ({_SAME_CALLS}, on tensors of the same shape and dtype)")
+    missing = _MISSING_RANKS.search(message)
+    if missing:
+        ranks = missing.group(1).strip().rstrip(",")
+        return (f"waited in a collective for rank {ranks}, which never joined it, and timed out "
+                f"({error.exception_type}); "
+                f"rank {ranks} was still busy, had stopped, or never makes that call ({_SAME_CALLS})")
+    first = message.strip().splitlines()[0][:200] if message.strip() else ""
+    return (f"a collective failed ({error.exception_type}: {first}); another rank probably stopped, left, or "
+            "called a different collective")
+
+
+# ==================================================================================================
+# Inside each rank's runner
+# ==================================================================================================
+def _rank_main(student: RunnerStudent, setup: dict, args: tuple, kwargs: dict) -> dict:
+    """Join the group and run the scenario (the group stays: :func:`_rank_end` leaves it).
+
+    Always returns ``{"status": "ok"|"student"|"failed"|"grader", "body": ...}``: the scenario's own ending.
+    """
+    import torch.distributed as dist
+
+    global _LOGS
+    scenario = _resolve(setup["module"], setup["qualname"])
+    rank, world_size, backend, device = setup["rank"], setup["world_size"], setup["backend"], setup["device"]
+    _LOGS = _TorchLogs(setup["log"])
+    dist.set_debug_level_from_env()  # torch read TORCH_DISTRIBUTED_DEBUG when the forkserver imported it
+    try:
+        if backend == "nccl":
+            torch.cuda.set_device(torch.device(device))
+        dist.init_process_group(backend, init_method=setup["init_method"], rank=rank, world_size=world_size,
+                                timeout=timedelta(seconds=setup["collective_timeout"]))
+    except Exception as exc:  # noqa: BLE001 - the grader's machinery, not the student
+        return {"status": "grader", "body": f"rank {rank} could not join the process group: "
+                                            f"{type(exc).__name__}: {str(exc)[:500]}"}
+    try:
+        value = scenario(student, RankContext(rank, world_size, backend, device), *args, **kwargs)
+        return {"status": "ok", "body": value}
+    except StudentRaised as exc:
+        return {"status": "student", "body": dataclasses.asdict(exc.error)}
+    except CheckFailed as exc:
+        return {"status": "failed", "body": str(exc)}
+    except BaseException:  # noqa: BLE001 - a broken scenario is the grader's bug, reported as such
+        return {"status": "grader", "body": traceback.format_exc(limit=-6)}
+
+
+def _rank_end(student: RunnerStudent) -> None:
+    """After the scenario: the end-of-run collective, then leave the group.
+
+    The end-of-run collective unblocks (with a clear mismatch) a rank that waits in a collective this rank
+    never called; its own failure says nothing about this rank, so it is ignored.
+    """
+    import torch.distributed as dist
+
+    global _LOGS
+    try:
+        if dist.is_initialized():
+            device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+            with contextlib.suppress(Exception):
+                dist.all_reduce(torch.zeros(END_OF_RUN_SHAPE, dtype=torch.int32, device=device))
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            with contextlib.suppress(Exception):
+                dist.destroy_process_group()
+    finally:
+        if _LOGS is not None:
+            _LOGS.stop()
+            _LOGS = None
+
+
+_END_MESSAGE = ("scenario", __name__, _rank_end.__qualname__, (), {})
+
+
+class _TorchLogs:
+    """Point file descriptor 2 (where torch's C++ logging writes) at ``path`` until :meth:`stop`; Python's
+    ``sys.stderr`` keeps writing where the runner sends the student's stderr (reported as notes)."""
+
+    def __init__(self, path: str) -> None:
+        self._saved = os.dup(2)
+        self._previous = sys.stderr
+        target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(target, 2)
+        os.close(target)
+        sys.stderr = open(self._saved, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        sys.stderr = self._previous
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+
+
+_LOGS: _TorchLogs | None = None

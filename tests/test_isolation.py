@@ -1,0 +1,180 @@
+"""Student code runs apart from the judgement: hostile answers cannot pass, crash or hang the grader.
+
+Each file in tests/hostile/ answers ``is_contiguous`` and declares what must happen to it
+(``EXPECT``); it is graded both by ``graders.check_file`` and by the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import graders
+from graders.isolation import Limits, Runner, StudentSource
+
+HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
+
+
+def expectation(path: Path) -> dict:
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "EXPECT":
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{path.name} declares no EXPECT")
+
+
+def judge_verdict(report, expected: dict, name: str) -> None:
+    text = report.as_text()
+    assert not report.grader_errors or "patches" in name, text
+    if expected.get("passes"):
+        assert report.passed and report.score == report.max_score, text
+        return
+    assert not report.passed, text
+    if "score" in expected:
+        assert report.score == expected["score"], text
+    assert report.score < report.max_score, text
+    if expected["words"]:
+        assert all(expected["words"] in r.message for r in report.results if not r.passed), text
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.stem)
+def test_hostile_answer_is_judged_correctly(path, tmp_path):
+    copy = tmp_path / path.name  # pid files and the like land next to the copy, not in the repository
+    copy.write_text(path.read_text())
+    start = time.perf_counter()
+    report = graders.check_file("is_contiguous", str(copy), device="cpu", timeout=2.0)
+    judge_verdict(report, expectation(path), path.stem)
+    assert time.perf_counter() - start < 40
+    pids = copy.with_name(copy.name + ".pids")
+    if pids.exists():  # every process the answer started was ended with its runner
+        time.sleep(0.2)
+        for pid in map(int, pids.read_text().split()):
+            assert not _alive(pid), f"process {pid} started by the answer is still running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [p for p in HOSTILE if p.stem in
+                                  ("sys_exit", "os_exit", "segfault", "keyboard_interrupt", "prints_and_is_correct",
+                                   "patches_comparisons", "disables_alarm")], ids=lambda p: p.stem)
+def test_hostile_answer_through_the_command_line(path, tmp_path):
+    """Exit status 0 only when every check passed; --json is exactly one JSON object on stdout."""
+    copy = tmp_path / path.name
+    copy.write_text(path.read_text())
+    result = subprocess.run([sys.executable, "-m", "graders", "check", "is_contiguous", str(copy), "--json",
+                             "--device", "cpu", "--timeout", "2"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)
+    report = json.loads(result.stdout)  # raises if anything else reached stdout
+    expected = expectation(path)
+    assert result.returncode == (0 if expected.get("passes") else 1), result.stdout + result.stderr
+    assert report["passed"] is bool(expected.get("passes"))
+    assert result.stderr == ""
+
+
+def test_printed_output_becomes_notes(tmp_path):
+    copy = tmp_path / "answer.py"
+    copy.write_text((Path(__file__).parent / "hostile" / "prints_and_is_correct.py").read_text())
+    report = graders.check_file("is_contiguous", str(copy), device="cpu")
+    notes = "\n".join(report.notes)
+    assert "printed: hello from import" in notes and "wrote to stderr: to stderr" in notes, notes
+
+
+def test_the_reference_is_allowed_for_the_instructor(tmp_path):
+    copy = tmp_path / "answer.py"
+    copy.write_text((Path(__file__).parent / "hostile" / "imports_reference.py").read_text())
+    assert graders.check_file("is_contiguous", str(copy), device="cpu", instructor=True).passed
+    assert not graders.check_file("is_contiguous", str(copy), device="cpu").passed
+
+
+def test_a_notebook_answer_is_sent_by_value_and_its_line_is_shown():
+    namespace: dict = {}
+    exec(compile("def is_contiguous(shape, strides):\n    return shape[99]\n", "/tmp/ipykernel_1/1.py", "exec"),
+         namespace)
+    import linecache
+
+    linecache.cache["/tmp/ipykernel_1/1.py"] = (0, None, ["def is_contiguous(shape, strides):\n",
+                                                          "    return shape[99]\n"], "/tmp/ipykernel_1/1.py")
+    report = graders.check_namespace("is_contiguous", namespace, device="cpu")
+    message = report.results[0].message
+    assert "IndexError" in message and "your notebook cell, line 2" in message and "return shape[99]" in message
+
+
+def test_an_unsendable_answer_says_why():
+    import threading
+
+    lock = threading.Lock()
+
+    def is_contiguous(shape, strides):
+        with lock:
+            return True
+
+    report = graders.check_namespace("is_contiguous", {"is_contiguous": is_contiguous}, device="cpu")
+    assert not report.passed and "could not be copied to the grading process" in report.results[0].message
+
+
+def test_memory_limit_is_configurable(tmp_path):
+    path = tmp_path / "answer.py"
+    path.write_text("import torch\ndef is_contiguous(shape, strides):\n"
+                    "    torch.ones(2**27)\n    raise ValueError('x')\n")  # 512 MiB
+    small = graders.check_file("is_contiguous", str(path), ["contiguous_layouts"], device="cpu", memory_mb=256)
+    assert "ran out of memory" in small.results[0].message and "256 MiB" in small.results[0].message
+    large = graders.check_file("is_contiguous", str(path), ["contiguous_layouts"], device="cpu", memory_mb=2048)
+    assert "ran out of memory" not in large.results[0].message
+
+
+def test_a_runner_cannot_outlive_its_check(tmp_path):
+    path = tmp_path / "answer.py"
+    path.write_text("def f():\n    return 1\n")
+    runner = Runner(StudentSource.from_file(str(path), ["f"]), seed=0, device="cpu", limits=Limits(timeout=2))
+    assert runner.request(("call", "f", (), {}, False)) == 1
+    pid = runner.process.pid
+    runner.close()
+    assert not _alive(pid)
+
+
+def test_spawn_start_method_grades_a_notebook_answer(tmp_path):
+    """macOS and Windows start processes with spawn: a notebook's answer must still reach the runner."""
+    script = Path(__file__).parent / "spawn_notebook_answer.py"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "COURSE_GRADER_START_METHOD": "spawn"})
+    assert "PASS  is_contiguous: contiguous_layouts" in result.stdout, result.stdout + result.stderr
+    assert "PASS  is_contiguous: length_mismatch_raises" in result.stdout, result.stdout + result.stderr
+
+
+def test_student_code_does_not_outlive_a_killed_judge(tmp_path):
+    """A judge killed mid-check (a closed laptop lid, a killed kernel) takes its runner down with it."""
+    answer = tmp_path / "answer.py"
+    pid_file = tmp_path / "runner.pid"
+    answer.write_text(f"import os\ndef is_contiguous(shape, strides):\n"
+                      f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    while True:\n        pass\n")
+    judge = subprocess.Popen([sys.executable, "-m", "graders", "check", "is_contiguous", str(answer), "--device", "cpu",
+                              "--timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline and judge.poll() is None, "the runner never started"
+            time.sleep(0.1)
+        runner = int(pid_file.read_text())
+        assert _alive(runner)
+    finally:
+        judge.kill()
+        judge.wait()
+    deadline = time.monotonic() + 10
+    while _alive(runner) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(runner), "the student's endless loop kept running after its judge was killed"
