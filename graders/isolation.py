@@ -1,7 +1,7 @@
 """Student code runs in a process of its own; the judge only ever sees what it sends back.
 
-The judge (the process that computes expected values and decides) starts one *runner* per check. The
-runner loads the student's answer (a file it imports itself, or a notebook's names sent by value with
+The judge (the process that computes expected values and decides) starts a *runner*, reused for the
+next check of the same exercise while it stays healthy (see :mod:`graders.judge`). The runner loads the student's answer (a file it imports itself, or a notebook's names sent by value with
 cloudpickle), then serves the judge's requests: call a student function on inputs the judge sends, or
 run a grader *scenario* (grader code that drives student objects: build a module, train a step, …) and
 send back observations. Replies are encoded by :mod:`graders.wire` and read with
@@ -183,6 +183,7 @@ class Runner:
         self._dead: StudentCodeError | None = None
         self._ready = False
         self.notes: list[str] = []
+        self._offsets: dict[str, int] = {}
         fd_out, self._stdout_path = tempfile.mkstemp(prefix="course-check-", suffix=".out")
         fd_err, self._stderr_path = tempfile.mkstemp(prefix="course-check-", suffix=".err")
         os.close(fd_out)
@@ -320,8 +321,36 @@ class Runner:
         with contextlib.suppress(Exception):
             self.process.kill()
 
+    @property
+    def alive(self) -> bool:
+        """Loaded and still usable for another check (not timed out, crashed or exited)."""
+        return self._ready and self._dead is None and self.process.is_alive()
+
+    def reset(self, seed: int) -> None:
+        """Prepare a used runner for the next check: torch's global state back to its defaults, seeds set."""
+        self.request(("reset", seed), timeout=max(self.limits.timeout or 0, 10.0))
+
+    def take_notes(self) -> list[str]:
+        """The notes since the last call: warnings the runner reported, and what was printed meanwhile."""
+        for path, what in ((self._stdout_path, "printed"), (self._stderr_path, "wrote to stderr")):
+            offset = self._offsets.get(path, 0)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read(40 * NOTE_CHARS)
+                    self._offsets[path] = offset + len(data) + len(f.read())
+            except OSError:
+                continue
+            shown = [line for line in data.decode(errors="replace").strip().splitlines() if line.strip()]
+            if shown:
+                first = shown[0][:NOTE_CHARS]
+                more = f" (and {len(shown) - 1} more lines)" if len(shown) > 1 else ""
+                self.notes.append(f"your code {what}: {first}{more}")
+        notes, self.notes = self.notes, []
+        return notes
+
     def close(self) -> list[str]:
-        """Stop the runner and whatever it started; return the notes (printed output, warnings)."""
+        """Stop the runner and whatever it started; return the notes not yet taken (printed output, warnings)."""
         with contextlib.suppress(Exception):
             self._conn.close()
         with contextlib.suppress(Exception):
@@ -331,19 +360,11 @@ class Runner:
         self.process.join(5)
         with contextlib.suppress(Exception):
             self.process.close()
-        for path, what in ((self._stdout_path, "printed"), (self._stderr_path, "wrote to stderr")):
-            try:
-                text = Path(path).read_text(errors="replace")[: 20 * NOTE_CHARS]
-            except OSError:
-                text = ""
+        notes = self.take_notes()
+        for path in (self._stdout_path, self._stderr_path):
             with contextlib.suppress(OSError):
                 os.unlink(path)
-            shown = [line for line in text.strip().splitlines() if line.strip()]
-            if shown:
-                first = shown[0][:NOTE_CHARS]
-                more = f" (and {len(shown) - 1} more lines)" if len(shown) > 1 else ""
-                self.notes.append(f"your code {what}: {first}{more}")
-        return self.notes
+        return notes
 
 
 # ==================================================================================================
@@ -627,8 +648,32 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             _send(conn, "grader_error", traceback.format_exc(limit=-6), student.notes)
 
 
+def _reset_global_state(seed: int) -> None:
+    """Between two checks in one runner: what a previous check's student code may have changed globally."""
+    import random
+
+    import numpy as np
+    import torch
+
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(False)
+    torch.autograd.set_detect_anomaly(False)
+    with contextlib.suppress(Exception):
+        torch.set_default_device(None)
+    warnings.resetwarnings()
+    warnings.simplefilter("ignore")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
 def _serve(student: RunnerStudent, message: tuple, device: str) -> Any:
     kind = message[0]
+    if kind == "reset":
+        _reset_global_state(message[1])
+        return None
     if kind == "call":
         _, name, args, kwargs, with_inputs = message
         result = student.call(name, *args, **kwargs)

@@ -1,8 +1,10 @@
 """Running an exercise's checks on a student's answer and collecting a :class:`Report`.
 
 The judge (this process) computes every input and expected value and makes every decision; the
-student's code runs in a fresh runner process per check (:mod:`graders.isolation`), so one check's
-crash, endless loop or global change cannot reach the next check, nor the judge.
+student's code runs in a runner process (:mod:`graders.isolation`). One runner serves all of an
+exercise's checks while it stays healthy, with torch's global state (default dtype, grad mode, threads,
+seeds, ...) reset between checks; a check that times out, crashes or exits it gets the next check a
+fresh one. Nothing the student's code does reaches the judge.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from graders.outcomes import (
     StudentCodeError,
     StudentError,
 )
-from graders.registry import Exercise
+from graders.registry import Check, Exercise
 from graders.student import Submission
 
 REPORT_GRADER_BUG = ("the grader itself failed on this check, which is not your fault; please report it to your "
@@ -63,35 +65,69 @@ def run_checks(exercise: Exercise, source: StudentSource | None, device: torch.d
     selected = exercise.select(checks)
     results: list[CheckResult] = []
     notes: list[str] = []
-    for check in selected:
-        if source is None or load_error is not None:
-            error = load_error or StudentError("missing", "no answer to grade")
-            results.append(CheckResult(check.name, STUDENT_ERROR, 0, check.points, error.describe(), error))
-            continue
-        seed = seed_for(exercise.id, check.name)
-        seed_everything(seed)
-        runner = Runner(source, seed=seed, device=str(device), limits=limits)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the judge's own operations never write to stderr
-                runner.ready()
-                check.function(Submission(runner), device)
-        except CheckFailed as exc:
-            results.append(CheckResult(check.name, FAILED, 0, check.points, str(exc)))
-        except StudentCodeError as exc:
-            results.append(CheckResult(check.name, STUDENT_ERROR, 0, check.points, exc.describe(), exc.error))
-            if exc.error.kind in ("syntax", "missing", "forbidden", "unsendable") and not runner.loaded:
-                load_error = exc.error  # loading failed: the same for every check, no need to start more runners
-        except SkipCheck as exc:
-            results.append(CheckResult(check.name, SKIPPED, 0, check.points, f"skipped: {exc}"))
-        except Exception as exc:  # noqa: BLE001 - a grader bug, reported as such and never blamed on the student
-            results.append(CheckResult(check.name, GRADER_ERROR, 0, check.points, REPORT_GRADER_BUG + _grader_detail(exc)))
-        else:
-            results.append(CheckResult(check.name, PASSED, check.points, check.points))
-        finally:
-            for note in runner.close():
-                labelled = f"{check.name}: {note}"
-                if note not in [n.split(": ", 1)[-1] for n in notes]:
-                    notes.append(labelled)
+    runner: Runner | None = None
+    try:
+        for check in selected:
+            if source is None or load_error is not None:
+                error = load_error or StudentError("missing", "no answer to grade")
+                results.append(CheckResult(check.name, STUDENT_ERROR, 0, check.points, error.describe(), error))
+                continue
+            seed = seed_for(exercise.id, check.name)
+            seed_everything(seed)
+            try:
+                runner = _runner_for(runner, source, seed, device, limits)
+            except StudentCodeError as exc:
+                load_error = exc.error
+                results.append(CheckResult(check.name, STUDENT_ERROR, 0, check.points, exc.describe(), exc.error))
+                continue
+            results.append(_run_one(check, runner, device))
+            _add_notes(notes, check.name, runner.take_notes())
+    finally:
+        if runner is not None:
+            _add_notes(notes, selected[-1].name if selected else "", runner.close())
     return Report(exercise.id, str(device), results, notes)
 
+
+
+def _runner_for(previous: Runner | None, source: StudentSource, seed: int, device: torch.device,
+                limits: Limits) -> Runner:
+    """One runner serves an exercise's checks while it stays healthy (its torch state reset and reseeded
+    between checks); after a timeout, crash or exit the next check gets a fresh one. Raises
+    StudentCodeError when the student's code cannot even be loaded (the same for every check)."""
+    if previous is not None:
+        if previous.alive:
+            try:
+                previous.reset(seed)
+                return previous
+            except (StudentCodeError, GraderBroke):
+                pass
+        previous.close()
+    runner = Runner(source, seed=seed, device=str(device), limits=limits)
+    try:
+        runner.ready()
+    except StudentCodeError:
+        runner.close()
+        raise
+    return runner
+
+
+def _run_one(check: Check, runner: Runner, device: torch.device) -> CheckResult:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the judge's own operations never write to stderr
+            check.function(Submission(runner), device)
+    except CheckFailed as exc:
+        return CheckResult(check.name, FAILED, 0, check.points, str(exc))
+    except StudentCodeError as exc:
+        return CheckResult(check.name, STUDENT_ERROR, 0, check.points, exc.describe(), exc.error)
+    except SkipCheck as exc:
+        return CheckResult(check.name, SKIPPED, 0, check.points, f"skipped: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a grader bug, reported as such and never blamed on the student
+        return CheckResult(check.name, GRADER_ERROR, 0, check.points, REPORT_GRADER_BUG + _grader_detail(exc))
+    return CheckResult(check.name, PASSED, check.points, check.points)
+
+
+def _add_notes(notes: list[str], check_name: str, new: list[str]) -> None:
+    for note in new:
+        if not any(n.endswith(note) for n in notes):
+            notes.append(f"{check_name}: {note}")

@@ -1,0 +1,50 @@
+"""The layout a newcomer relies on: from an exercise id alone, its grader, reference, fixtures and tests.
+
+What a new exercise touches (graders/README.md): its grader module, the chapter's solutions module, the
+chapter source and notebook, optionally tests/test_<id>.py, and its fixtures — never the grader core.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+import graders
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = graders.exercises()
+# The grader core: shared by every exercise; an exercise never needs an edit here.
+CORE = {"__init__.py", "__main__.py", "_preload.py", "_rank_demos.py", "compare.py", "devices.py", "isolation.py",
+        "judge.py", "judge_server.py", "outcomes.py", "ranks.py", "registry.py", "student.py", "watch.py", "wire.py"}
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_everything_about_an_exercise_is_found_from_its_id(exercise):
+    chapter_package = f"ch{exercise.chapter}"
+    assert exercise.module == f"graders.{chapter_package}.{exercise.id}", (
+        f"{exercise.id} must be declared in graders/{chapter_package}/{exercise.id}.py, not in {exercise.module}")
+    assert (ROOT / "graders" / chapter_package / f"{exercise.id}.py").exists()
+    reference = importlib.import_module(f"solutions.{chapter_package}")
+    missing = [name for name in exercise.names if not hasattr(reference, name)]
+    assert not missing, f"solutions/{chapter_package}.py lacks {missing}"
+    assert (ROOT / "tests" / "submissions" / chapter_package / exercise.id).is_dir()
+    source = (ROOT / "course_src" / f"{exercise.chapter}.py").read_text()
+    assert f'check("{exercise.id}"' in source, f"course_src/{exercise.chapter}.py has no check cell for {exercise.id}"
+
+
+def test_the_grader_core_has_no_exercise_in_it():
+    top_level = {p.name for p in (ROOT / "graders").glob("*.py")}
+    assert top_level == CORE, f"graders/ holds {sorted(top_level - CORE)} besides the core: exercises go in chapter packages"
+    for path in (ROOT / "graders").glob("*.py"):
+        text = path.read_text()
+        for exercise in EXERCISES:
+            assert f'"{exercise.id}"' not in text, f"graders/{path.name} names exercise {exercise.id}"
+
+
+def test_every_fixture_folder_is_an_exercise():
+    known = {(f"ch{e.chapter}", e.id) for e in EXERCISES}
+    for folder in (ROOT / "tests" / "submissions").glob("*/*"):
+        if folder.is_dir():
+            assert (folder.parent.name, folder.name) in known, f"{folder} is not an exercise's fixture folder"
