@@ -93,11 +93,9 @@ class StudentSource:
         Raises :class:`StudentCodeError` (``unsendable``) when an answer refers to something that cannot be
         copied to another process (an open file, a lock, a generator).
         """
-        import cloudpickle
-
         chosen = {name: namespace[name] for name in names if name in namespace}
         try:
-            payload = cloudpickle.dumps(chosen)
+            payload = _pickle_answers(chosen)
         except BaseException as exc:  # noqa: BLE001 - whatever pickling raises, the student must hear why
             raise StudentCodeError(StudentError(
                 "unsendable",
@@ -108,6 +106,29 @@ class StudentSource:
         cells = {name: list(entry[2]) for name, entry in linecache.cache.items()
                  if _NOTEBOOK_FILE.search(name) and len(entry) >= 3 and isinstance(entry[2], list)}
         return cls(label="your notebook", names=tuple(names), payload=payload, lines=cells)
+
+
+def _pickle_answers(answers: dict[str, Any]) -> bytes:
+    """cloudpickle, except for library decorators that ``functools.wraps`` makes look like notebook code.
+
+    ``torch.autograd.function.once_differentiable(f)`` returns a closure whose ``__module__`` is the
+    notebook's, so cloudpickle would copy torch's wrapper by value (and fail to rebuild it); it is sent
+    as "apply once_differentiable to f" instead.
+    """
+    import cloudpickle
+    from torch.autograd.function import once_differentiable
+
+    wrapper_code = once_differentiable(lambda ctx, *grads: None).__code__
+
+    class AnswerPickler(cloudpickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.FunctionType) and obj.__code__ is wrapper_code and hasattr(obj, "__wrapped__"):
+                return once_differentiable, (obj.__wrapped__,)
+            return super().reducer_override(obj)
+
+    buffer = io.BytesIO()
+    AnswerPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(answers)
+    return buffer.getvalue()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import collections
 import io
 import math
-import weakref
 from typing import Any
 
 import numpy as np
@@ -34,8 +33,9 @@ MAX_DEPTH = 64
 MAX_ITEMS = 200_000
 REPR_CHARS = 300
 
-# Facts about a returned tensor that a plain tensor cannot carry (its grad_fn, the student's subclass).
-_TENSOR_FACTS: "weakref.WeakKeyDictionary[torch.Tensor, dict]" = weakref.WeakKeyDictionary()
+# Facts about a returned tensor that a plain tensor cannot carry (its grad_fn, the student's subclass),
+# kept as an attribute of the decoded tensor (a dict keyed by tensors would compare them with ==).
+_FACTS_ATTRIBUTE = "_course_student_facts"
 _NUMPY_KINDS = "biufc"  # bool, signed, unsigned, float, complex: dtypes the judge rebuilds itself
 
 
@@ -84,7 +84,7 @@ def type_name(value: Any) -> str:
 
 def tensor_facts(t: torch.Tensor) -> dict:
     """``{"grad_fn": name or None, "requires_grad": bool, "type": name}`` of a returned tensor."""
-    return _TENSOR_FACTS.get(t, {"grad_fn": None, "requires_grad": t.requires_grad, "type": "Tensor"})
+    return getattr(t, _FACTS_ATTRIBUTE, None) or {"grad_fn": None, "requires_grad": t.requires_grad, "type": "Tensor"}
 
 
 def _qualified(cls: type) -> str:
@@ -211,7 +211,7 @@ def decode(node: Any) -> Any:
         return complex(_float(node[1]), _float(node[2]))
     if kind == "tensor":
         tensor, facts = node[1], node[2]
-        _TENSOR_FACTS[tensor] = dict(facts)
+        setattr(tensor, _FACTS_ATTRIBUTE, dict(facts))
         return tensor
     if kind == "np_scalar":
         return np.dtype(node[1]).type(decode(node[2]))

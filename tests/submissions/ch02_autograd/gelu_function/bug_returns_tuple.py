@@ -1,0 +1,22 @@
+"""Bug: a trailing comma makes forward return a tuple holding the tensor."""
+EXPECT_FAIL = {"forward_matches_torch": "returned a tuple holding one tensor"}
+
+import math
+
+import torch
+
+C = math.sqrt(2 / math.pi)
+
+
+class GELUFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        y = 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x**3)))
+        return y,
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        t = torch.tanh(C * (x + 0.044715 * x**3))
+        return grad_output * (0.5 * (1 + t) + 0.5 * x * (1 - t**2) * C * (1 + 3 * 0.044715 * x**2))

@@ -1,0 +1,21 @@
+"""Bug: saves a clone of x ("to be safe"), so an in-place change of x after forward goes unnoticed."""
+EXPECT_FAIL = {"saves_input_for_backward": "its own copy"}
+
+import math
+
+import torch
+
+C = math.sqrt(2 / math.pi)
+
+
+class GELUFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x.clone())
+        return 0.5 * x * (1 + torch.tanh(C * (x + 0.044715 * x**3)))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        t = torch.tanh(C * (x + 0.044715 * x**3))
+        return grad_output * (0.5 * (1 + t) + 0.5 * x * (1 - t**2) * C * (1 + 3 * 0.044715 * x**2))
