@@ -14,8 +14,9 @@
 #    itself — transform them with `transforms.v2` and look at a batch;
 # 3. follow an index from the sampler to the batch: samplers, batch samplers, default collation,
 #    `drop_last`, and the collation error that variable-length data causes;
-# 4. load in worker processes: what each worker gets, items duplicated by an iterable dataset, and
-#    shuffling and random augmentation made reproducible;
+# 4. load in worker processes: how they start (fork or spawn) and where their code must live, what each
+#    worker gets, items duplicated by an iterable dataset, and shuffling and random augmentation made
+#    reproducible;
 # 5. measure loader throughput against `num_workers` on this machine, and see what `prefetch_factor`,
 #    `persistent_workers` and `pin_memory` do;
 # 6. push one batch through the whole pipeline before a long run;
@@ -32,6 +33,7 @@ import math
 import multiprocessing
 import os
 import random
+import sys
 import tempfile
 import time
 import warnings
@@ -444,20 +446,115 @@ plot_bars(shares, ylabel="% of slots that are padding", title="the same 256 sequ
 #
 # With `num_workers=0` the main process does everything: while it loads a batch, the model waits.
 # With `num_workers=k` the `DataLoader` starts `k` **worker processes** at the start of each epoch
-# (`iter(loader)`). Each worker gets **its own copy of the dataset** (on Linux by `fork`, a copy of the
-# whole process). The main process sends each worker lists of indices in turn — batch 0 to worker 0,
-# batch 1 to worker 1, and so on — the workers load and collate, and the main process hands the
-# batches over **in the original order**.
+# (`iter(loader)`), and each worker gets **its own copy of the dataset**. The main process sends each
+# worker lists of indices in turn — batch 0 to worker 0, batch 1 to worker 1, and so on — the workers
+# load and collate, and the main process hands the batches over **in the original order**.
 #
-# Inside a worker, `torch.utils.data.get_worker_info()` says who you are: `id`, `num_workers`, `seed`
-# (this worker's random seed) and `dataset` (this worker's copy). In the main process it returns
-# `None`.
+# ### How a worker starts: fork or spawn
 #
-# (Every loader in this section uses at most 2 workers. On a machine with fewer cores PyTorch would warn
-# about that, and a warning writes to stderr, so that one notice is silenced here.)
+# How a worker gets its copy of the dataset depends on the **start method**, which differs between
+# systems — and one of them breaks code written in a notebook:
+#
+# * **fork**, the default on Linux: the worker begins as a copy of the whole main process, with every
+#   variable and class of the notebook in it. Nothing has to be sent.
+# * **spawn**, the default on **macOS and Windows**: the worker is a fresh Python interpreter. The loader
+#   *pickles* the dataset and sends it over, and pickle records an object's class only by its *name* —
+#   module and class name — so the worker has to **import** that class to rebuild the object. A class
+#   defined in a notebook cell belongs to the module `__main__`, the notebook's kernel, which a fresh
+#   interpreter cannot import: the worker dies before loading a single item.
+#
+# Here is that failure, on any system: the loader option `multiprocessing_context="spawn"` chooses the
+# start method for this loader's workers. The dying worker writes its traceback to the error output it
+# inherited from the kernel (file descriptor 2); the main process only notices that its worker is gone,
+# and raises. To show both messages, the cell points file descriptor 2 at a temporary file while it tries,
+# and prints the file's last line. (Every loader in this section uses at most 2 workers. On a machine with
+# fewer cores PyTorch would warn about that, and a warning writes to stderr, so that notice is silenced
+# here.)
 
 # %%
 warnings.filterwarnings("ignore", message="This DataLoader will create")
+
+
+class Squares(Dataset):
+    """Item i is i * i: a dataset class defined here, in the notebook."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return i * i
+
+
+def first_batch_with_spawn(dataset):
+    """Load one batch with 1 worker started by spawn; print the batch, or what the worker and the loader said."""
+    with tempfile.TemporaryFile(mode="w+") as worker_stderr:
+        kernel_stderr = os.dup(2)
+        os.dup2(worker_stderr.fileno(), 2)        # the worker inherits descriptor 2: now this file
+        try:
+            batch = next(iter(DataLoader(dataset, batch_size=3, num_workers=1, multiprocessing_context="spawn")))
+            loader_said = None
+        except RuntimeError as error:
+            loader_said = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+        finally:
+            os.dup2(kernel_stderr, 2)             # the kernel's own error output back
+            os.close(kernel_stderr)
+        worker_stderr.seek(0)
+        worker_said = worker_stderr.read().strip().splitlines()
+    if worker_said:
+        print("   the worker's last words:", worker_said[-1])
+    print("   the loader:", loader_said or f"first batch {batch}")
+
+
+print("num_workers=0:", next(iter(DataLoader(Squares(), batch_size=3))))
+print("num_workers=1, the worker started by spawn:")
+first_batch_with_spawn(Squares())
+
+# %% [markdown]
+# The notebook's `Squares` was never found: the worker looked for it in its own `__main__`, a fresh and
+# empty one. Without the detour through a file, the notebook shows the worker's whole traceback as error
+# output and then the loader's `RuntimeError`, which names no cause — only a worker that "exited
+# unexpectedly". Whenever a loader says that, look for the worker's own message above it (or in the
+# terminal that runs Jupyter).
+#
+# ### The portable way: classes for workers live in a module
+#
+# The cure works on every system: **define what the workers need — dataset classes, a `worker_init_fn`,
+# a `collate_fn` — in a `.py` file and import it from there.** A spawned worker imports that module as
+# the notebook did, and with fork nothing changes. (No `lambda` either: pickle cannot send one at all.
+# The other way out, `num_workers=0`, gives up the workers.) In a project the file lies next to your
+# code. In a notebook, IPython's `%%writefile PATH` cell magic writes the rest of its cell into a file
+# instead of running it; a cell after it imports the file. Three rules make that work:
+#
+# * the file must be in a folder on `sys.path`, the list of folders Python imports from. A spawned
+#   worker starts with the kernel's `sys.path`, so it finds the module too. This notebook uses a
+#   temporary folder, deleted when the kernel stops;
+# * the module stands on its own: it imports what it uses, because the notebook's variables do not
+#   exist in a spawned worker;
+# * Python imports a module once per process: after you change a `%%writefile` cell and run it again,
+#   restart the kernel (or `importlib.reload` the module) before you import from it.
+#
+# (A script run with spawn has one more rule: each worker imports the script itself, as a module, so the
+# code that starts the loading must sit under `if __name__ == "__main__":`.)
+#
+# The cell below also prints which start method this kernel uses by default. (To run a notebook on Linux
+# as on macOS, start JupyterLab with the environment variable `COURSE_START_METHOD=spawn`: this course's
+# `start_chapter` then makes spawn the default.)
+
+# %% tags=nbval-ignore-output
+worker_code = tempfile.TemporaryDirectory(prefix="course-04-modules-")   # deleted when the kernel stops
+WORKER_CODE = worker_code.name
+sys.path.insert(0, WORKER_CODE)
+print("modules for the workers go to", WORKER_CODE)
+print("this kernel starts worker processes by", multiprocessing.get_start_method())
+
+# %% [markdown]
+# Inside a worker, `torch.utils.data.get_worker_info()` says who you are: `id`, `num_workers`, `seed`
+# (this worker's random seed) and `dataset` (this worker's copy). In the main process it returns
+# `None`. A first module, with a dataset that records which process loaded each item:
+
+# %%
+%%writefile "{WORKER_CODE}/who_loads.py"
+from torch.utils.data import Dataset, get_worker_info
 
 
 class WhoLoads(Dataset):
@@ -470,20 +567,33 @@ class WhoLoads(Dataset):
         info = get_worker_info()
         return i, (-1 if info is None else info.id)
 
+# %% [markdown]
+# IPython replaced `{WORKER_CODE}` in the first line by the variable's value. Now import the class and
+# load with it — with this kernel's start method, and once more with spawn forced as above:
+
+# %%
+from who_loads import WhoLoads
 
 print("in the main process get_worker_info() returns", get_worker_info())
 for workers in (0, 2):
     print(f"num_workers={workers}:")
     for indices, loaded_by in DataLoader(WhoLoads(), batch_size=3, num_workers=workers):
         print(f"   batch {indices.tolist()} loaded by {'the main process' if loaded_by[0] < 0 else f'worker {loaded_by[0].item()}'}")
+print("num_workers=1, the worker started by spawn:")
+first_batch_with_spawn(WhoLoads())
 
 # %% [markdown]
 # ### Workers get copies: what they change stays with them
 #
 # Because each worker works on a copy, anything a dataset records while loading — a counter, a cache of
-# decoded files — stays inside the worker and disappears when the epoch's workers stop.
+# decoded files — stays inside the worker and disappears when the epoch's workers stop. (From here on,
+# every class a worker needs is written into a module of its own, the portable way.)
 
 # %%
+%%writefile "{WORKER_CODE}/counting.py"
+from torch.utils.data import Dataset
+
+
 class CountingDataset(Dataset):
     """Counts how many items it has been asked for."""
 
@@ -497,6 +607,8 @@ class CountingDataset(Dataset):
         self.loads += 1
         return i
 
+# %%
+from counting import CountingDataset
 
 counting = CountingDataset(12)
 for workers in (0, 2):
@@ -512,14 +624,23 @@ for workers in (0, 2):
 # worker's copy. A stream that ignores which worker runs it therefore comes out **once per worker**.
 
 # %%
-class TaggedLineStream(LineStream):
-    """LineStream, each line tagged with the worker that yielded it."""
+%%writefile "{WORKER_CODE}/tagged_lines.py"
+from torch.utils.data import IterableDataset, get_worker_info
+
+
+class TaggedLineStream(IterableDataset):
+    """The lines of a text, one after the other like LineStream, each tagged with the worker that yielded it."""
+
+    def __init__(self, lines):
+        self.lines = lines
 
     def __iter__(self):
         info = get_worker_info()
         for line in self.lines:
             yield line, (-1 if info is None else info.id)
 
+# %%
+from tagged_lines import TaggedLineStream
 
 for workers in (0, 2):
     received = [(line, who.item()) for lines, whos in DataLoader(TaggedLineStream(LINES), batch_size=4, num_workers=workers)
@@ -551,6 +672,11 @@ for workers in (0, 2):
 # "Run 2" is the same code with one layer created first.
 
 # %%
+%%writefile "{WORKER_CODE}/jittered.py"
+import torch
+from torch.utils.data import Dataset
+
+
 class Jittered(Dataset):
     """Item i is i + a random number in [0, 0.5), drawn from torch's generator where the item is loaded."""
 
@@ -559,6 +685,9 @@ class Jittered(Dataset):
 
     def __getitem__(self, i):
         return round(i + 0.5 * torch.rand(()).item(), 2)
+
+# %%
+from jittered import Jittered
 
 
 def two_epochs(make_loader, extra_layer):
@@ -605,6 +734,11 @@ print("same data in both runs:", runs[0] == runs[1])
 # numbers.
 
 # %%
+%%writefile "{WORKER_CODE}/own_noise.py"
+import numpy as np
+from torch.utils.data import Dataset
+
+
 class OwnNoise(Dataset):
     """Item i is a noise value from the dataset's own NumPy generator."""
 
@@ -616,6 +750,9 @@ class OwnNoise(Dataset):
 
     def __getitem__(self, i):
         return round(float(self.rng.normal()), 3)
+
+# %%
+from own_noise import OwnNoise
 
 
 def noise_by_worker(**loader_options):
@@ -634,13 +771,21 @@ print("the two workers drew identical noise:", torch.equal(batches[0], batches[1
 # The place to fix it is a `worker_init_fn`: the loader calls it once in each worker, after the worker
 # has been seeded and before it loads anything. There, `get_worker_info()` gives the worker's copy of
 # the dataset and a seed that differs between workers and follows the loader's generator — so
-# re-seeding from it gives different numbers per worker that still repeat run after run.
+# re-seeding from it gives different numbers per worker that still repeat run after run. The function
+# runs in the workers, so it too goes into a module.
 
 # %%
+%%writefile "{WORKER_CODE}/reseeding.py"
+import numpy as np
+from torch.utils.data import get_worker_info
+
+
 def reseed_own_generator(worker_id):
     info = get_worker_info()
     info.dataset.rng = np.random.default_rng(info.seed)   # this worker's copy, this worker's seed
 
+# %%
+from reseeding import reseed_own_generator
 
 print("with worker_init_fn and a seeded generator:")
 first = noise_by_worker(worker_init_fn=reseed_own_generator, generator=torch.Generator().manual_seed(0))
@@ -658,10 +803,6 @@ print("the same as the first time:", all(torch.equal(a, b) for a, b in zip(first
 # * anything else with random state — a generator your dataset owns, another library's global seed —
 #   re-seed in a `worker_init_fn` from `get_worker_info().seed` (or `torch.initial_seed()`, which holds
 #   the same number inside a worker).
-#
-# A note for macOS and Windows: there, workers are started with `spawn` instead of `fork` — a fresh
-# Python that must *import* your dataset class, which fails for classes defined in a notebook. Put
-# dataset classes in a `.py` file and import them, or run with `num_workers=0`.
 #
 # ## 5. Throughput and the loader's other settings
 #
@@ -692,10 +833,14 @@ print(f"decoded once: {len(in_memory)} images in one tensor of shape {tuple(all_
 # batches. Workers run torch with one thread each (the loader sets that); the main process is set to
 # one thread too, so that the comparison is fair — and because for tensors this small, one thread is
 # faster anyway. The numbers are this machine's, today; on yours they will differ. (The y axis is
-# logarithmic: the three cases differ by orders of magnitude.)
+# logarithmic: the three cases differ by orders of magnitude.) The slow disk, a dataset that wraps
+# another, goes into a module first, like every class the workers use:
 
-# %% tags=nbval-ignore-output
-torch.set_num_threads(1)
+# %%
+%%writefile "{WORKER_CODE}/slow_disk.py"
+import time
+
+from torch.utils.data import Dataset
 
 
 class SlowDisk(Dataset):
@@ -710,6 +855,11 @@ class SlowDisk(Dataset):
     def __getitem__(self, i):
         time.sleep(self.seconds)
         return self.dataset[i]
+
+# %% tags=nbval-ignore-output
+from slow_disk import SlowDisk
+
+torch.set_num_threads(1)
 
 
 def measure(dataset, num_workers, batches=12, batch_size=32):
@@ -756,7 +906,8 @@ plot_curves(throughput, xlabel="num_workers", ylabel="samples/s", logy=True, tit
 #   with the workers even on a busy machine, until the storage itself is saturated.
 # * In training, workers also load the next batches *while the main process runs the model* — a gain
 #   that this measurement, without a model, does not even show.
-# * The **first batch** pays for starting the workers, at every epoch. `persistent_workers=True`
+# * The **first batch** pays for starting the workers, at every epoch — with spawn (macOS, Windows) a
+#   fresh Python that imports torch, often a second or more. `persistent_workers=True`
 #   keeps them alive between epochs and pays once. (This notebook keeps the default, `False`, so that
 #   no process outlives its loop.)
 #
@@ -764,35 +915,45 @@ plot_curves(throughput, xlabel="num_workers", ylabel="samples/s", logy=True, tit
 #
 # Each worker keeps `prefetch_factor` batches (default 2) in flight, so `num_workers × prefetch_factor`
 # batches are requested as soon as `iter(loader)` starts the epoch, and one more each time you take one. Counted
-# with a counter in shared memory (a plain attribute would stay in the worker, as seen in section 4):
+# with counters in shared memory, one per worker (a plain attribute would stay in the worker, as seen in
+# section 4): a `multiprocessing.Array`, which a worker receives when it starts, with fork and spawn alike.
 
 # %%
-class CountedLoads(Dataset):
-    """Adds 1 to a shared counter for every item loaded, in whichever process."""
+%%writefile "{WORKER_CODE}/counted_loads.py"
+from torch.utils.data import Dataset, get_worker_info
 
-    def __init__(self, n, counter):
-        self.n, self.counter = n, counter
+
+class CountedLoads(Dataset):
+    """Counts every item loaded in a shared array: entry k for worker k (entry 0 in the main process)."""
+
+    def __init__(self, n, counts):
+        self.n, self.counts = n, counts
 
     def __len__(self):
         return self.n
 
     def __getitem__(self, i):
-        with self.counter.get_lock():
-            self.counter.value += 1
+        info = get_worker_info()
+        with self.counts.get_lock():
+            self.counts[0 if info is None else info.id] += 1
         return i
+
+# %%
+from counted_loads import CountedLoads
 
 
 def batches_loaded_after_one(prefetch_factor, num_workers=2, batch_size=4):
-    counter = multiprocessing.Value("i", 0)
-    iterator = iter(DataLoader(CountedLoads(400, counter), batch_size=batch_size, num_workers=num_workers,
+    counts = multiprocessing.Array("i", num_workers)        # zeros, in shared memory
+    iterator = iter(DataLoader(CountedLoads(400, counts), batch_size=batch_size, num_workers=num_workers,
                                prefetch_factor=prefetch_factor))
     next(iterator)
-    seen, deadline = -1, time.monotonic() + 5
-    while counter.value != seen and time.monotonic() < deadline:   # wait until the workers are idle
-        seen = counter.value
+    # Wait until every worker has loaded something (a spawned worker takes a while to start) and none is busy.
+    seen, deadline = None, time.monotonic() + 60
+    while (0 in counts[:] or counts[:] != seen) and time.monotonic() < deadline:
+        seen = counts[:]
         time.sleep(0.2)
     del iterator
-    return counter.value // batch_size
+    return sum(counts[:]) // batch_size
 
 
 for factor in (2, 4):
@@ -941,6 +1102,8 @@ print(f"after load_state_dict(deepcopy(state_dict()) taken before): {batch_loss(
 #   length; `drop_last` drops the short batch.
 # * Workers get copies of the dataset; `get_worker_info()` says which worker runs; an unsharded
 #   iterable dataset yields everything once per worker.
+# * Workers started by spawn (macOS, Windows) import what they use: dataset classes, `worker_init_fn`
+#   and `collate_fn` belong in a `.py` module (`%%writefile` in a notebook), never in a notebook cell.
 # * Reproducible data: `generator=torch.Generator().manual_seed(...)`; re-seed your own generators
 #   in a `worker_init_fn`.
 # * Measure throughput before adding workers; `persistent_workers` saves start-up,
@@ -1114,13 +1277,20 @@ check("lr_range_test", globals(), "suggest_lr_too_few_points")
 # ## Your code at work
 #
 # Once `RangeStream` passes, run section 4's duplicate count on it: two workers, and every int once.
+# (Workers started by spawn — on macOS and Windows — can only use a `RangeStream` they can import, as
+# section 4 showed: one defined in this notebook then runs here without workers, until you move it into a
+# `%%writefile` module and import it from there.)
 
 # %%
-for workers in (0, 2):
+workers_can_use_it = RangeStream.__module__ != "__main__" or multiprocessing.get_start_method() == "fork"
+for workers in ((0, 2) if workers_can_use_it else (0,)):
     received = [x for batch in DataLoader(RangeStream(0, 10), batch_size=4, num_workers=workers) for x in batch.tolist()]
     counts = collections.Counter(received)
     print(f"num_workers={workers}: {len(received)} ints received, times each came: {sorted(set(counts.values()))}, "
           f"all of 0..9: {sorted(counts) == list(range(10))}")
+if not workers_can_use_it:
+    print(f"num_workers=2: skipped, this kernel's workers start by {multiprocessing.get_start_method()} and "
+          "your RangeStream is defined in the notebook")
 
 # %% [markdown]
 # And once `lr_range_test` and `suggest_lr` pass, run the range test on this chapter's images: the

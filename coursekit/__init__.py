@@ -6,6 +6,10 @@ Every chapter opens the same way::
     device = start_chapter("01_tensors")
 
 Plotting helpers live in :mod:`coursekit.plots`.
+
+``COURSE_START_METHOD`` (``fork``, ``spawn`` or ``forkserver``), when set, is the start method for every process
+a notebook starts (DataLoader workers, ``multiprocessing``): ``make test`` sets ``spawn`` so that Linux runs
+the notebooks the way macOS and Windows do. Unset, the platform's default stays.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import numpy as np
 import torch
 
 DEFAULT_SEED = 0
+START_METHOD_ENV = "COURSE_START_METHOD"
 
 
 def seed_everything(seed: int = DEFAULT_SEED) -> None:
@@ -46,11 +51,33 @@ def progress(iterable, **kwargs):
     return tqdm(iterable, disable=under_nbgrader() or kwargs.pop("disable", False), **kwargs)
 
 
+def apply_start_method() -> str | None:
+    """Make ``$COURSE_START_METHOD`` (fork, spawn or forkserver) the default start method of this process's
+    ``multiprocessing`` (and so of every DataLoader without a ``multiprocessing_context``); None when unset."""
+    method = os.environ.get(START_METHOD_ENV, "").strip()
+    if not method:
+        return None
+    import multiprocessing
+
+    offered = multiprocessing.get_all_start_methods()
+    if method not in offered:
+        raise ValueError(f"{START_METHOD_ENV}={method!r}: this platform offers {', '.join(offered)}")
+    multiprocessing.set_start_method(method, force=True)
+    return method
+
+
 def start_chapter(chapter: str, seed: int = DEFAULT_SEED, device: str | None = None) -> torch.device:
-    """The opening of every chapter: quiet warnings, fixed seeds, the device, versions recorded."""
+    """The opening of every chapter: quiet warnings, fixed seeds, the device, versions recorded.
+
+    With the environment variable ``COURSE_START_METHOD`` set to ``fork``, ``spawn`` or ``forkserver``, every
+    process the notebook starts afterwards (DataLoader workers, ``multiprocessing``) starts that way:
+    ``COURSE_START_METHOD=spawn`` runs a notebook on Linux as macOS and Windows run it. The banner does not
+    show the method, so that a notebook prints the same under every method.
+    """
     # Library deprecation chatter is not the lesson, and under nbgrader any stderr scores a cell 0.
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    apply_start_method()
     seed_everything(seed)
     torch.set_printoptions(precision=4, sci_mode=False)
     chosen = pick_device(device)
