@@ -1,0 +1,16 @@
+"""Bug: gates with a softmax over the features instead of an element-wise sigmoid."""
+import torch
+from torch import nn
+
+EXPECT_FAIL = {"forward_matches_glu": "softmax"}
+
+
+class GLU(nn.Module):
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        lin = nn.Linear(in_features, 2 * out_features, bias=bias)
+        self.weight, self.bias = lin.weight, lin.bias
+
+    def forward(self, x):
+        a, g = nn.functional.linear(x, self.weight, self.bias).chunk(2, dim=-1)
+        return a * torch.softmax(g, dim=-1)

@@ -1,0 +1,24 @@
+"""Bug: overwrites the running statistics with the latest batch's instead of blending them in."""
+import torch
+from torch import nn
+
+EXPECT_FAIL = {"train_matches_batchnorm": "replaced by the batch value"}
+
+
+class RunningNorm(nn.Module):
+    def __init__(self, num_features, momentum=0.1, eps=1e-5):
+        super().__init__()
+        self.momentum, self.eps = momentum, eps
+        self.register_buffer("running_mean", torch.zeros(num_features))
+        self.register_buffer("running_var", torch.ones(num_features))
+        self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+
+    def forward(self, x):
+        if not self.training:
+            return (x - self.running_mean) / torch.sqrt(self.running_var + self.eps)
+        mean, var = x.mean(0), x.var(0, unbiased=False)
+        with torch.no_grad():
+            self.num_batches_tracked += 1
+            self.running_mean.copy_(mean)
+            self.running_var.copy_(x.var(0, unbiased=True))
+        return (x - mean) / torch.sqrt(var + self.eps)
