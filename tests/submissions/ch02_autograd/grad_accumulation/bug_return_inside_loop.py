@@ -1,0 +1,18 @@
+"""Bug: the return statement is indented into the window loop, so training stops after the first window."""
+EXPECT_FAIL = {"plain_sgd_matches": "optimizer.step() was called 1 times", "returns_float_list": "returned 1 losses"}
+
+
+def train_with_accumulation(model, micro_batches, loss_fn, optimizer, accum_steps):
+    if accum_steps < 1 or len(micro_batches) % accum_steps:
+        raise ValueError("bad accum_steps")
+    losses = []
+    for start in range(0, len(micro_batches), accum_steps):
+        optimizer.zero_grad()
+        total = 0.0
+        for x, y in micro_batches[start:start + accum_steps]:
+            loss = loss_fn(model(x), y)
+            (loss / accum_steps).backward()
+            total += loss.item()
+        optimizer.step()
+        losses.append(total / accum_steps)
+        return losses
