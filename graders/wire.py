@@ -136,6 +136,8 @@ class _Encoder:
             self.path.add(id(value))
             try:
                 return self._container(value, depth)
+            except Exception:  # noqa: BLE001 - a student's container that cannot be walked is shown, not crashed on
+                return ("foreign", _qualified(cls), _safe_repr(value))
             finally:
                 self.path.discard(id(value))
         return ("foreign", _qualified(cls), _safe_repr(value))
