@@ -1,0 +1,152 @@
+"""lr_range_test and suggest_lr: the reference meets the specification, and the grader's own script of it
+agrees with the reference; sweeps that do nothing earn nothing."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import graders
+from graders.ch04_data import lr_range_test as grader
+from graders.compare import one_torch_thread
+from solutions import ch04_data as reference
+
+LR_CHECKS = ["validates_arguments", "geometric_sweep", "smoothed_losses", "trains_in_train_mode",
+             "restarts_short_loader", "stops_on_divergence", "restores_parameters_and_buffers",
+             "restores_training_mode", "restores_optimizer"]
+
+
+# -- the reference meets its specification ----------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 10.0), min_size=2, max_size=40), st.integers(0, 12), st.integers(0, 12))
+def test_reference_suggest_lr_matches_numpy_gradient(losses, skip_start, skip_end):
+    lrs = [1e-6 * 10 ** (i / 4) for i in range(len(losses))]
+    kept = losses[skip_start:max(len(losses) - skip_end, 0)]
+    if len(kept) < 2:
+        with pytest.raises(ValueError):
+            reference.suggest_lr(lrs, losses, skip_start=skip_start, skip_end=skip_end)
+        return
+    expected = lrs[skip_start + int(np.argmin(np.gradient(np.array(kept))))]
+    assert reference.suggest_lr(lrs, losses, skip_start=skip_start, skip_end=skip_end) == expected
+
+
+@settings(max_examples=10, deadline=None)
+@given(start=st.floats(1e-6, 1e-2), decades=st.floats(0.5, 3.0), num_iter=st.integers(2, 12),
+       mode=st.sampled_from(["train", "eval", "mixed"]))
+def test_reference_lr_range_test_sweeps_and_restores(start, decades, num_iter, mode):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.Dropout(0.2), nn.Linear(8, 2))
+    optimizer = torch.optim.Adam([{"params": model[0].parameters()},
+                                  {"params": [*model[1].parameters(), *model[3].parameters()], "lr": 0.03}])
+    loader = DataLoader(TensorDataset(torch.randn(12, 3), torch.randint(0, 2, (12,))), batch_size=4)
+    optimizer.zero_grad()
+    nn.functional.cross_entropy(model(torch.randn(4, 3)), torch.randint(0, 2, (4,))).backward()
+    optimizer.step()  # the optimizer has state
+    model.train(mode != "eval")
+    if mode == "mixed":
+        model[1].eval()
+    before = copy.deepcopy(model.state_dict())
+    before_optimizer = copy.deepcopy(optimizer.state_dict())
+    before_modes = [m.training for m in model.modules()]
+    end = start * 10**decades
+    lrs, losses = reference.lr_range_test(model, optimizer, nn.CrossEntropyLoss(), loader, start_lr=start,
+                                          end_lr=end, num_iter=num_iter, diverge_threshold=1e9)
+    assert len(lrs) == len(losses) == num_iter
+    assert lrs[0] == start and math.isclose(lrs[-1], end, rel_tol=1e-12)
+    ratios = [b / a for a, b in zip(lrs, lrs[1:])]
+    assert all(math.isclose(r, ratios[0], rel_tol=1e-9) for r in ratios)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    after = optimizer.state_dict()
+    assert [g["lr"] for g in after["param_groups"]] == [g["lr"] for g in before_optimizer["param_groups"]]
+    for index, state in before_optimizer["state"].items():
+        assert all(torch.equal(after["state"][index][k], v) for k, v in state.items())
+    assert [m.training for m in model.modules()] == before_modes
+
+
+@pytest.mark.parametrize("kwargs", [dict(start_lr=0.0), dict(start_lr=-1.0), dict(start_lr=1.0, end_lr=1.0),
+                                    dict(start_lr=1.0, end_lr=0.5), dict(num_iter=1), dict(num_iter=0)])
+def test_reference_lr_range_test_rejects_bad_arguments(kwargs):
+    model = nn.Linear(2, 1)
+    with pytest.raises(ValueError):
+        reference.lr_range_test(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.MSELoss(), [], **kwargs)
+
+
+# -- the grader's script of the specification is the reference's run --------------------------------
+@pytest.mark.parametrize("spec, params", [
+    (dict(mode="eval", samples=21), dict(start_lr=1e-4, end_lr=0.1, num_iter=10)),
+    (dict(kind="adam", batch_size=5, samples=10, loader="list"), dict(start_lr=1e-3, end_lr=1e3, num_iter=30)),
+    (dict(batch_size=4, batches=105, loss_scale=1e3), {}),
+    (dict(mode="mixed", learnable=True, seed=3), dict(start_lr=1e-2, end_lr=100.0, num_iter=60, smooth=0.3)),
+])
+def test_grader_script_agrees_with_the_reference(spec, params):
+    spec = grader._spec(**spec)
+    expected = grader._script(spec, params, torch.device("cpu"))
+    model, optimizer, loss_fn, loader = grader._build(spec, torch.device("cpu"))
+    with one_torch_thread():  # as in the runner: near divergence, another summation order shows
+        lrs, losses = reference.lr_range_test(model, optimizer, loss_fn, loader, **params)
+    assert lrs == expected.lrs
+    assert np.allclose(losses, expected.losses, rtol=1e-12, atol=0)
+
+
+def test_diverging_scenarios_cross_clearly_on_their_first_seed(device):
+    trial = grader._sgd_diverging(torch.device(device))
+    assert trial.spec["seed"] == 0 and len(trial.expected.lrs) < 30
+    trial = grader._diverging(torch.device(device), learnable=True, batches=30, seeds=(3,),
+                              tells_apart=("first", "default"), start_lr=1e-2, end_lr=100.0, num_iter=60, smooth=0.3,
+                              diverge_threshold=2.0)
+    assert trial.spec["seed"] == 3
+    trial = grader._diverging(torch.device(device), kind="adam", batches=30, seeds=(0,), start_lr=1e-3,
+                              end_lr=1e3, num_iter=30)
+    assert len(trial.expected.lrs) < 30
+
+
+# -- the grader ----------------------------------------------------------------------------------------
+def test_reference_passes_every_check(device):
+    report = graders.check_namespace("lr_range_test", vars(reference), device=device, instructor=True)
+    assert report.passed and report.score == report.max_score == 11, report.as_text()
+    assert not report.notes, report.notes
+
+
+def test_sweeps_that_never_train_earn_nothing():
+    """A review found a do-nothing lr_range_test credited with "restored the state" it never changed."""
+
+    def validates_then_returns_nothing(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10.0,
+                                       num_iter=100, smooth=0.05, diverge_threshold=5.0):
+        if start_lr <= 0 or end_lr <= start_lr or num_iter < 2:
+            raise ValueError("bad arguments")
+        return [], []
+
+    def forward_only(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10.0, num_iter=100,
+                     smooth=0.05, diverge_threshold=5.0):
+        if start_lr <= 0 or end_lr <= start_lr or num_iter < 2:
+            raise ValueError("bad arguments")
+        modes = [(m, m.training) for m in model.modules()]
+        model.train()
+        lrs, losses, batches = [], [], iter(loader)
+        with torch.no_grad():
+            for i in range(num_iter):
+                batch = next(batches, None)
+                if batch is None:
+                    batches = iter(loader)
+                    batch = next(batches)
+                value = loss_fn(model(batch[0]), batch[1]).item()
+                lrs.append(start_lr * (end_lr / start_lr) ** (i / (num_iter - 1)))
+                losses.append(value if i == 0 else smooth * value + (1 - smooth) * losses[-1])
+        for m, training in modes:
+            m.training = training
+        return lrs, losses
+
+    for lr_range_test in (validates_then_returns_nothing, forward_only):
+        report = graders.check_namespace("lr_range_test", {"lr_range_test": lr_range_test,
+                                                           "suggest_lr": reference.suggest_lr},
+                                         LR_CHECKS, device="cpu", instructor=True)
+        assert report.score == 0, report.as_text()
+        assert not report.grader_errors, report.as_text()
