@@ -3,7 +3,7 @@
 In a notebook::
 
     from graders import check
-    check("sliding_window", globals(), "is_a_view")   # the named checks of one exercise
+    check("<exercise id>", globals(), "<check name>")   # the named checks of one exercise
 
 From a shell: ``python -m graders list`` and ``python -m graders check EXERCISE_ID PATH``.
 

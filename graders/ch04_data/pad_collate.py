@@ -1,0 +1,548 @@
+"""pad_collate(batch) -> (padded, lengths, labels): (sequence, label) pairs right-padded with 0 into int64 tensors.
+
+Expected values are plain Python lists built from the inputs before the student's code runs
+(``seq.tolist() + [0] * pad``). The sequences are CPU tensors whatever the grading device: a collate function
+works on the items a Dataset gives, on the CPU (in DataLoader workers too), and the specification names no
+device, so an answer that goes through NumPy is as valid as one that stays in torch.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from graders.ch04_data.range_stream import run_loader
+from graders.compare import difference, dtype_name, show, type_name
+from graders.isolation import RunnerStudent
+from graders.outcomes import StudentCodeError, fail, fail_mismatch
+from graders.registry import exercise
+from graders.student import Submission
+
+PAD_COLLATE = exercise("pad_collate", chapter="04_data", names=["pad_collate"])
+
+Batch = list  # of (sequence, label) tuples (or [sequence, label] lists)
+NAMES = ("padded", "lengths", "labels")
+
+
+# ==================================================================================================
+# Inputs
+# ==================================================================================================
+def _tokens(length: int, low: int, high: int, layout: str) -> torch.Tensor:
+    """A 1-D int64 sequence with the given layout: contiguous, strided (every 2nd element of a larger tensor,
+    from an offset), a column of a matrix, or expanded (one token repeated, stride 0)."""
+    if layout == "expanded":
+        return torch.randint(low, high, (1,), dtype=torch.long).expand(length)
+    if layout == "strided":
+        return torch.randint(low, high, (2 * length + 3,), dtype=torch.long)[3::2][:length]
+    if layout == "column":
+        return torch.randint(low, high, (length, 3), dtype=torch.long)[:, 1]
+    return torch.randint(low, high, (length,), dtype=torch.long)
+
+
+def _sequence_batch(lengths: Sequence[int], *, zeros: bool = True, big: bool = False, layouts: Sequence[str] = (),
+                    as_lists: bool = False, labels: Sequence[int] | None = None) -> Batch:
+    """(sequence, label) pairs. Tokens are 0..9 when ``zeros`` (a token may be 0, even the last one), 1..9
+    otherwise; ``big``: token ids and labels past 2**31 (a float32 or int32 on the way loses them)."""
+    low = 0 if zeros else 1
+    batch = []
+    for i, length in enumerate(lengths):
+        layout = layouts[i % len(layouts)] if layouts else "contiguous"
+        tokens = _tokens(length, low, 10, layout)
+        if big:
+            tokens = tokens + (2**33 + 2**20 * torch.arange(length))  # distinct, past int32 and float32's 2**24
+            if layout != "contiguous":
+                tokens = _relayout(tokens, layout)
+        elif zeros and length >= 2 and layout in ("contiguous", "strided", "column"):
+            tokens[-1] = 0  # a real token 0 at the end: the padding must not be mistaken for it
+        label = labels[i] if labels is not None else random.randint(0, 4)
+        batch.append([tokens, label] if as_lists else (tokens, label))
+    return batch
+
+
+def _relayout(tokens: torch.Tensor, layout: str) -> torch.Tensor:
+    """The same values, laid out as ``layout`` (non-contiguous) again."""
+    n = len(tokens)
+    if layout == "strided":
+        base = torch.zeros(2 * n + 3, dtype=torch.long)
+        base[3::2][:n] = tokens
+        return base[3::2][:n]
+    base = torch.zeros(n, 3, dtype=torch.long)
+    base[:, 1] = tokens
+    return base[:, 1]
+
+
+def _expected(batch: Batch) -> tuple[list[list[int]], list[int], list[int]]:
+    """The specification, on plain Python lists: the sequence, then zeros up to the longest."""
+    rows = [item[0].tolist() for item in batch]
+    width = max((len(r) for r in rows), default=0)
+    return [r + [0] * (width - len(r)) for r in rows], [len(r) for r in rows], [int(item[1]) for item in batch]
+
+
+def _layout_words(seq: torch.Tensor) -> str:
+    if seq.is_contiguous() and not seq.storage_offset():
+        return ""
+    if seq.is_contiguous():
+        return f" (a view at storage offset {seq.storage_offset()})"
+    if len(seq) > 1 and seq.stride(0) == 0:
+        return " (expanded: stride 0)"
+    return f" (non-contiguous: stride {seq.stride(0)}, storage offset {seq.storage_offset()})"
+
+
+def _short(values: list, limit: int = 12) -> str:
+    """A list of ints as Python prints it, cut after ``limit`` values (with the count)."""
+    if len(values) <= limit:
+        return str(values)
+    return f"{values[:limit]}"[:-1] + f", ... ({len(values)} values)]"
+
+
+def _show_rows(rows: list) -> str:
+    """A (B, L) table as nested lists, each row cut after 12 values, at most 8 rows."""
+    if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        return show(rows)
+    shown = ", ".join(_short(r) for r in rows[:8])
+    return f"[{shown}" + (f", ... ({len(rows)} rows)]" if len(rows) > 8 else "]")
+
+
+def _describe(batch: Batch) -> str:
+    def item(entry) -> str:
+        seq, label = entry[0], entry[1]
+        body = f"{_short(seq.tolist())}{_layout_words(seq)}, {label}"
+        return f"[{body}]" if isinstance(entry, list) else f"({body})"
+
+    shown = ", ".join(item(entry) for entry in batch[:6])
+    more = f", ... ({len(batch)} items)" if len(batch) > 6 else ""
+    return f"batch = [{shown}{more}]"
+
+
+# ==================================================================================================
+# Calling the student's pad_collate, and reading what it returned
+# ==================================================================================================
+def _call(student: Submission, batch: Batch) -> Any:
+    try:
+        return student.call("pad_collate", batch)
+    except StudentCodeError as exc:
+        raise exc.within(f"pad_collate({_describe(batch)})") from None
+
+
+def _said(call: str, batch: Batch) -> str:
+    """``pad_collate(batch = ...)``, or a DataLoader's batch: the call whose return value is judged."""
+    return f"{call}({_describe(batch)})" if call == "pad_collate" else f"{call} (its items: {_describe(batch)})"
+
+
+def _unpack(got: Any, batch: Batch, call: str = "pad_collate") -> tuple[Any, Any, Any]:
+    if not isinstance(got, (tuple, list)) or len(got) != 3:
+        what = f"{show(got)}, a {type_name(got)}" + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")
+        fail(f"{_said(call, batch)} returned {what}; it must return the tuple (padded, lengths, labels)")
+    return tuple(got)
+
+
+def _as_values(value: Any, name: str, batch: Batch, call: str = "pad_collate") -> torch.Tensor:
+    """The student's output as a CPU tensor, to compare values (types and dtypes have their own check)."""
+    if isinstance(value, torch.Tensor):
+        if value.is_complex():
+            fail(f"{_said(call, batch)} returned {name} = {show(value)}, a complex tensor; it must be int64")
+        return value.detach().cpu()
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, (list, tuple)):
+        try:
+            return torch.tensor(value)
+        except Exception:  # noqa: BLE001 - ragged lists, lists of tensors, strings: not a tensor of numbers
+            pass
+    fail(f"{_said(call, batch)} returned {name} = {show(value)} (a {type_name(value)}), which is not a "
+         "tensor of numbers")
+
+
+def _values(got: Any, batch: Batch, call: str = "pad_collate") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return tuple(_as_values(v, n, batch, call) for v, n in zip(_unpack(got, batch, call), NAMES))
+
+
+def _collate(student: Submission, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _values(_call(student, batch), batch)
+
+
+def _same(got: torch.Tensor, expected: list) -> bool:
+    """Equal values, compared as Python numbers (the dtype has its own check; shapes must agree)."""
+    return got.tolist() == expected
+
+
+# ==================================================================================================
+# Likely causes
+# ==================================================================================================
+def _padding_cause(batch: Batch, got: torch.Tensor) -> str | None:
+    rows, lengths, _ = _expected(batch)
+    width = len(rows[0]) if rows else 0
+    seqs = [item[0].tolist() for item in batch]
+    if got.dim() == 2 and tuple(got.shape) == (width, len(batch)) and width != len(batch):
+        return ("the result is (max_len, B), time first: rows must be the sequences (pad_sequence needs "
+                "batch_first=True)")
+    if got.dim() == 1 and len(batch) == 1 and got.tolist() == rows[0]:
+        return "the batch dim was dropped (squeeze() on a batch of one?): padded must be (B, max_len) even for B = 1"
+    nonempty = [i for i, n in enumerate(lengths) if n]
+    if got.dim() == 2 and got.shape[0] == len(nonempty) < len(batch) and got.tolist() == [
+            rows[i][:got.shape[1]] for i in nonempty]:
+        return ("the rows of the empty sequences were dropped: every item of the batch gets a row (all 0s for a "
+                "length-0 sequence), so that padded, lengths and labels keep B rows")
+    if got.dim() != 2 or got.shape[0] != len(batch):
+        return None
+    shortest = min(lengths)
+    first = lengths[0]
+    if got.shape[1] == shortest and shortest < width and got.tolist() == [s[:shortest] for s in seqs]:
+        also = " (here also the length of the first one)" if first == shortest else ""
+        return f"the sequences were cut to the shortest one{also}; pad every sequence up to the longest instead"
+    if first != width and got.shape[1] == first and got.tolist() == [r[:first] for r in rows]:
+        return (f"padded is {first} wide, the length of the FIRST sequence: max_len is the length of the longest "
+                f"sequence of the batch (here {width}), max(len(s) for s in the sequences)")
+    if got.shape[1] > width and got[:, width:].eq(0).all() and got[:, :width].tolist() == rows:
+        return (f"padded is {got.shape[1]} wide, with extra columns of 0s: pad up to the longest sequence of THIS "
+                f"batch (here {width}), not to a fixed or larger width")
+    if got.shape[1] != width:
+        return None
+    left = [[0] * (width - len(s)) + s for s in seqs]
+    if got.tolist() == left and left != rows:
+        return "the padding is on the left (before each sequence); the spec puts the 0s AFTER each sequence"
+    rounded = torch.tensor(rows, dtype=torch.long).reshape(len(rows), width)
+    if not torch.equal(rounded.float().long(), rounded) and torch.equal(got.double(), rounded.float().double()):
+        return ("the tokens went through float32 on the way (torch.zeros / torch.Tensor without dtype=torch.long, "
+                "with or without a .long() afterwards): float32 holds integers exactly only up to 2**24, so large "
+                "token ids are rounded; build padded as int64 from the start")
+    pads = {v for i, n in enumerate(lengths) for v in got[i, n:].tolist()}
+    if len(pads) == 1 and 0 not in pads:
+        (value,) = pads
+        if all(got[i, :n].tolist() == s for i, (n, s) in enumerate(zip(lengths, seqs))):
+            return f"the padding value is {show(value)}; the spec pads with 0"
+    return None
+
+
+def _order_cause(batch: Batch, padded: torch.Tensor) -> str | None:
+    rows, lengths, _ = _expected(batch)
+    for reverse, how in ((True, "longest first"), (False, "shortest first")):
+        order = sorted(range(len(batch)), key=lambda i: lengths[i], reverse=reverse)
+        if order != list(range(len(batch))) and padded.tolist() == [rows[i] for i in order]:
+            return (f"the batch was sorted by length ({how}), as pack_padded_sequence(enforce_sorted=True) "
+                    "wants; the spec keeps the order of batch (padded, lengths and labels row i = batch[i])")
+    return None
+
+
+def _collate_cause(batch: Batch, padded: torch.Tensor) -> str | None:
+    return _padding_cause(batch, padded) or _order_cause(batch, padded)
+
+
+def _lengths_cause(batch: Batch, got: list, got_labels: list) -> str | None:
+    """Name a known mistake in the lengths the student returned."""
+    _, lengths, labels = _expected(batch)
+    nonzero = [sum(1 for t in item[0].tolist() if t != 0) for item in batch]
+    one_short = [n - 1 for n in lengths]
+    width = max(lengths, default=0)
+    if got == nonzero and got == one_short:
+        return ("each length is one short of len(sequence) here (counting the non-zero tokens? the index of the "
+                "last token?); a token can be 0 too: record len(sequence) itself")
+    if got == nonzero:
+        return "the lengths count the non-zero tokens, but a token can be 0 too; record len(sequence) before padding"
+    if got == one_short:
+        return "each length is len(sequence) - 1 (the index of the last token?); record len(sequence) itself"
+    if got == [width] * len(lengths) and len(set(lengths)) > 1:
+        return ("every length is max_len: they were measured after padding (len of a padded row); record "
+                "len(sequence) of each input sequence")
+    if got == labels and got_labels == lengths and labels != lengths:
+        return "lengths and labels are swapped: return (padded, lengths, labels) in that order"
+    if got != lengths and got in (sorted(lengths, reverse=True), sorted(lengths)):
+        return "the lengths are sorted; keep them in the order of batch"
+    return None
+
+
+def _where(got: torch.Tensor, expected: list) -> str | None:
+    """Where the values differ (same shape only): how many, and the first one, by position."""
+    want = torch.tensor(expected, dtype=torch.long)
+    if got.shape != want.shape or not got.numel():
+        return None
+    if got.is_floating_point():
+        return difference(got, want)
+    bad = (got.long() != want).nonzero().tolist()
+    if not bad:
+        return None
+    first = tuple(bad[0])
+    return (f"{len(bad)} of {want.numel()} elements differ; the first at index {list(first)}: expected "
+            f"{show(want[first].item())}, returned {show(got[first].item())}")
+
+
+# ==================================================================================================
+# Expectations
+# ==================================================================================================
+def _expect_collate(batch: Batch, got: Any, what: str, *, parts: Sequence[str] = NAMES,
+                    call: str = "pad_collate") -> None:
+    """Compare the values of ``got`` (the student's return value for ``batch``) with the specification."""
+    rows, lengths, labels = _expected(batch)
+    padded_got, lengths_got, labels_got = _values(got, batch, call)
+    given = _describe(batch) if call == "pad_collate" else f"{call}, whose items are {_describe(batch)}"
+    width = len(rows[0]) if rows else 0
+    if "padded" in parts and (tuple(padded_got.shape) != (len(rows), width) or not _same(padded_got, rows)):
+        shown = f"{_show_rows(padded_got.tolist())}  " if padded_got.numel() else "an empty tensor of "
+        fail_mismatch(f"{what}: wrong padded", given=given,
+                      expected=f"{_show_rows(rows)}  (shape {(len(rows), width)})" if width else
+                      f"shape {(len(rows), 0)}",
+                      got=f"{shown}(shape {tuple(padded_got.shape)})", where=_where(padded_got, rows),
+                      cause=_collate_cause(batch, padded_got))
+    if "lengths" in parts and not _same(lengths_got, lengths):
+        fail_mismatch(f"{what}: wrong lengths", given=given, expected=str(lengths),
+                      got=f"{lengths_got.tolist()} (shape {tuple(lengths_got.shape)})",
+                      cause=_lengths_cause(batch, lengths_got.tolist(), labels_got.tolist()))
+    if "labels" in parts and not _same(labels_got, labels):
+        cause = None
+        if labels_got.dim() == 2 and labels_got.shape[0] == len(labels) and labels_got.shape[1] > 1 and \
+                labels_got.long().argmax(1).tolist() == labels and labels_got.long().sum().item() == len(labels):
+            cause = "the labels are one-hot encoded; return the class indices themselves, shape (B,)"
+        fail_mismatch(f"{what}: wrong labels", given=given, expected=str(labels),
+                      got=f"{labels_got.tolist()} (shape {tuple(labels_got.shape)})", where=_where(labels_got, labels),
+                      cause=cause)
+
+
+_DTYPE_CAUSES = {
+    "padded": "torch.zeros/torch.full/torch.empty/torch.Tensor make float32 by default; pass dtype=torch.long",
+    "lengths": "lengths count tokens: build them with dtype=torch.long (torch.Tensor(...) and torch.FloatTensor make "
+               "float32)",
+    "labels": "labels are class indices (what CrossEntropyLoss wants): build them with dtype=torch.long",
+}
+
+
+def _expect_types(batch: Batch, got: Any, what: str) -> None:
+    """Three int64 tensors of shapes (B, max_len), (B,), (B,)."""
+    rows, lengths, labels = _expected(batch)
+    given = _describe(batch)
+    shapes = {"padded": (len(rows), len(rows[0]) if rows else 0), "lengths": (len(lengths),), "labels": (len(labels),)}
+    for value, (name, shape) in zip(_unpack(got, batch), shapes.items()):
+        if not isinstance(value, torch.Tensor):
+            fail(f"pad_collate({given}) returned {name} as a {type_name(value)} ({show(value)}); it must be a tensor "
+                 f"(likely cause: return torch.tensor({name}, dtype=torch.long), not the Python "
+                 f"{'list' if isinstance(value, list) else type_name(value)})")
+        if value.dtype != torch.long:
+            cause = _DTYPE_CAUSES[name]
+            if not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool:
+                cause = (f"{dtype_name(value.dtype)} is an integer type, but not int64: pass dtype=torch.long "
+                         "(torch.int64), or convert with .long()")
+            fail(f"{what}: pad_collate({given}) returned {name} of dtype {dtype_name(value.dtype)}; the spec asks "
+                 f"for int64 (likely cause: {cause})")
+        if tuple(value.shape) != shape:
+            cause = _padding_cause(batch, value.detach().cpu()) if name == "padded" else None
+            if cause is None and name != "padded" and value.dim() == 2 and value.shape[0] == len(batch):
+                cause = (f"{name} must be 1-D, shape (B,): build it from a flat list of ints "
+                         + ("(not one-hot)" if name == "labels" and value.shape[1] > 1 else "(not [[n] for ...])"))
+            fail_mismatch(f"{what}: {name} has the wrong shape", given=given, expected=f"shape {shape}",
+                          got=f"shape {tuple(value.shape)}", cause=cause)
+
+
+# ==================================================================================================
+# Scenarios (in the runner)
+# ==================================================================================================
+def collate_watching(student: RunnerStudent, batch: Batch) -> dict:
+    """pad_collate(batch), and what became of the caller's list, its items and their tensors afterwards."""
+    items = list(batch)
+    sequences = [item[0] for item in items]
+    contents = [list(item) for item in items]
+    result = student.call("pad_collate", batch)
+    origin = [next((j for j, item in enumerate(items) if entry is item), None) for entry in batch]
+    changed_items = [j for j, item in enumerate(items)
+                     if len(item) != len(contents[j]) or any(a is not b for a, b in zip(item, contents[j]))]
+    return {"result": result, "length": len(batch), "origin": origin, "sequences": sequences,
+            "changed_items": changed_items}
+
+
+class SequenceDataset(Dataset):
+    """A map-style dataset of (sequence, label) pairs, as a DataLoader user would have."""
+
+    def __init__(self, items: Batch) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int):
+        return self.items[index]
+
+
+def through_dataloader(student: RunnerStudent, items: Batch, batch_size: int, num_workers: int) -> list:
+    """The batches of DataLoader(dataset, batch_size, collate_fn=pad_collate, num_workers) in the runner."""
+    (batches,) = run_loader(student, SequenceDataset(items), limit=len(items) + 1, batch_size=batch_size,
+                            shuffle=False, num_workers=num_workers, collate_fn=student.get("pad_collate"))
+    return batches
+
+
+# ==================================================================================================
+# Checks
+# ==================================================================================================
+@PAD_COLLATE.check(points=1)
+def returns_int64_tensors(student: Submission, device: torch.device) -> None:
+    """Returns (padded, lengths, labels): int64 tensors of shapes (B, max_len), (B,), (B,)."""
+    cases = [
+        _sequence_batch([3, 5, 1, 4]),
+        _sequence_batch([2, 6, 3], big=True, labels=[300, 2**33 + 7, 70_000]),
+        _sequence_batch([4, 2], layouts=["strided", "expanded"], as_lists=True),
+    ]
+    for batch in cases:
+        got = _call(student, batch)
+        _expect_types(batch, got, "wrong types")
+        _expect_collate(batch, got, "wrong values")
+
+
+@PAD_COLLATE.check(points=1)
+def right_padding_with_zero(student: Submission, device: torch.device) -> None:
+    """Each row is its sequence followed by 0s up to the longest sequence (any layout, large token ids too)."""
+    cases = [
+        _sequence_batch([2, 4, 3], zeros=False),
+        _sequence_batch([1, 6], zeros=False),
+        _sequence_batch([5, 5, 2, 1], zeros=False),
+        _sequence_batch([3, 3], zeros=False),
+        _sequence_batch([3, 7, 2], zeros=False, layouts=["strided", "column", "expanded"]),
+        _sequence_batch([2, 5, 4], big=True, layouts=["contiguous", "strided"]),
+        _sequence_batch([40, 300, 7], zeros=False, as_lists=True),
+    ]
+    for batch in cases:
+        _expect_collate(batch, _call(student, batch), "padding", parts=("padded",))
+
+
+@PAD_COLLATE.check(points=1)
+def lengths_and_labels(student: Submission, device: torch.device) -> None:
+    """lengths are the true sequence lengths (a token may be 0) and labels the given labels (large ones too)."""
+    cases = [
+        _sequence_batch([4, 2, 6]),
+        _sequence_batch([3, 1, 5, 2]),
+        _sequence_batch([2, 300, 4], labels=[1000, 257, 2**40 + 1], layouts=["column", "contiguous"]),
+        _sequence_batch([5, 3], as_lists=True, labels=[9, 3]),
+    ]
+    for batch in cases:
+        _expect_collate(batch, _call(student, batch), "lengths and labels", parts=("lengths", "labels"))
+
+
+@PAD_COLLATE.check(points=1)
+def keeps_batch_order(student: Submission, device: torch.device) -> None:
+    """Rows, lengths and labels stay in the order of batch (no sorting by length)."""
+    cases = [
+        _sequence_batch([2, 5, 1, 4, 3], zeros=False),
+        _sequence_batch([1, 2, 3, 4], zeros=False),
+        _sequence_batch([4, 1, 3], zeros=False, labels=[500, 3000, 1]),
+    ]
+    for batch in cases:
+        rows, lengths, labels = _expected(batch)
+        padded_got, lengths_got, labels_got = _collate(student, batch)
+        if _same(padded_got, rows) and _same(lengths_got, lengths) and _same(labels_got, labels):
+            continue
+        cause = _collate_cause(batch, padded_got)
+        what = "the rows are not in the order of batch"
+        if _same(padded_got, rows) and not _same(lengths_got, lengths):
+            if sorted(lengths_got.reshape(-1).tolist()) != sorted(lengths):
+                what = "the lengths are wrong, not only out of order (see lengths_and_labels)"
+            else:
+                what = "the lengths are not in the order of batch"
+            cause = _lengths_cause(batch, lengths_got.tolist(), labels_got.tolist())
+        elif _same(padded_got, rows) and _same(lengths_got, lengths):
+            if sorted(labels_got.reshape(-1).tolist()) != sorted(labels):
+                what = "the labels are wrong, not only out of order (see lengths_and_labels)"
+            else:
+                what = "the labels are not in the order of batch"
+        fail_mismatch(what, given=_describe(batch),
+                      expected=f"padded {_show_rows(rows)}, lengths {lengths}, labels {labels}",
+                      got=f"padded {_show_rows(padded_got.tolist())}, lengths {lengths_got.tolist()}, "
+                          f"labels {labels_got.tolist()}", cause=cause)
+
+
+@PAD_COLLATE.check(points=1)
+def empty_sequences(student: Submission, device: torch.device) -> None:
+    """Length-0 sequences give all-0 rows and length 0; an all-empty batch gives an int64 (B, 0) tensor."""
+    empty = torch.zeros(0, dtype=torch.long)
+    for lengths in ([0, 3, 2], [2, 0, 0, 1], [0, 4]):
+        batch = _sequence_batch(lengths)
+        _expect_collate(batch, _call(student, batch), "a batch with empty sequences")
+    normal = _sequence_batch([2, 1])
+    normal_padded = _unpack(_call(student, normal), normal)[0]
+    for batch in ([(empty.clone(), 3), (empty.clone(), 1), (empty.clone(), 0)],
+                  [[torch.arange(6)[6:], 700]]):
+        got = _call(student, batch)
+        _expect_collate(batch, got, "a batch whose sequences are all empty")
+        padded = _unpack(got, batch)[0]
+        if isinstance(normal_padded, torch.Tensor) and normal_padded.dtype == torch.long and (
+                not isinstance(padded, torch.Tensor) or padded.dtype != torch.long):
+            shown = f"of dtype {dtype_name(padded.dtype)}" if isinstance(padded, torch.Tensor) else \
+                f"as a {type_name(padded)}"
+            fail(f"pad_collate({_describe(batch)}) returned padded {shown} when every sequence is empty (int64 "
+                 "otherwise); the spec asks for int64 always (likely cause: torch.tensor of a list of empty lists "
+                 "is float32; pass dtype=torch.long)")
+
+
+@PAD_COLLATE.check(points=1)
+def batch_of_one(student: Submission, device: torch.device) -> None:
+    """A batch of one item still gives a 2-D padded (1, len) and 1-D lengths and labels."""
+    for lengths, labels in (([4], [3]), ([1], [2**35]), ([0], [1]), ([6], [0])):
+        batch = _sequence_batch(lengths, labels=labels, layouts=["strided"] if lengths[0] == 6 else ())
+        got = _call(student, batch)
+        for value, name, shape in zip(_unpack(got, batch), NAMES, ((1, lengths[0]), (1,), (1,))):
+            if isinstance(value, torch.Tensor) and tuple(value.shape) != shape:
+                fail_mismatch(f"{name} has the wrong shape for a batch of one", given=_describe(batch),
+                              expected=f"shape {shape}", got=f"shape {tuple(value.shape)}",
+                              cause="squeeze() dropped the batch dim; keep it, even for B = 1"
+                              if value.dim() < len(shape) else None)
+        _expect_collate(batch, got, "a batch of one")
+
+
+def _loader_batches(student: Submission, items: Batch, batch_size: int, num_workers: int) -> list:
+    call = f"DataLoader(dataset, batch_size={batch_size}, num_workers={num_workers}, collate_fn=pad_collate)"
+    try:
+        batches = student.scenario(through_dataloader, items, batch_size, num_workers)
+    except StudentCodeError as exc:
+        raise exc.within(f"iterating {call}") from None
+    expected = -(-len(items) // batch_size)
+    if not isinstance(batches, list) or len(batches) != expected:
+        fail(f"{call} over {len(items)} items gave {len(batches) if isinstance(batches, list) else show(batches)} "
+             f"batches; expected {expected}")
+    return batches
+
+
+@PAD_COLLATE.check(points=1)
+def works_in_dataloader(student: Submission, device: torch.device) -> None:
+    """DataLoader(dataset, batch_size=4, collate_fn=pad_collate) gives the right batches, in worker processes too."""
+    items = _sequence_batch([3, 1, 4, 1, 5, 0, 2, 6, 5, 3], labels=[0, 1, 2, 300, 4, 5, 6, 7, 8, 2**33])
+    for batch_size, num_workers in ((4, 0), (3, 1)):
+        call = f"DataLoader(dataset, batch_size={batch_size}, num_workers={num_workers}, collate_fn=pad_collate)"
+        batches = _loader_batches(student, items, batch_size, num_workers)
+        for number, got in enumerate(batches):
+            chunk = items[number * batch_size:(number + 1) * batch_size]
+            _expect_collate(chunk, got, f"batch {number} of {call} is wrong", call=f"pad_collate for batch {number}")
+
+
+@PAD_COLLATE.check(points=1)
+def does_not_modify_inputs(student: Submission, device: torch.device) -> None:
+    """The batch list, its items and their sequences are left as they were."""
+    cases = [_sequence_batch([2, 5, 3, 0]), _sequence_batch([4, 1, 6], layouts=["strided", "column", "expanded"]),
+             _sequence_batch([3, 0, 2], as_lists=True)]
+    for batch in cases:
+        saved = [(item[0].clone(), item[1]) for item in batch]
+        try:
+            seen = student.scenario(collate_watching, batch)
+        except StudentCodeError as exc:
+            raise exc.within(f"pad_collate({_describe(batch)})") from None
+        given = _describe(batch)
+        origin = seen["origin"]
+        if seen["length"] != len(batch) or origin != list(range(len(batch))):
+            if seen["length"] != len(batch):
+                how, cause = "items were added or removed", "batch.pop(...), batch.append(...) or del batch[i]"
+            elif sorted(o for o in origin if o is not None) == list(range(len(batch))):
+                how, cause = "items were reordered", "batch.sort(...) or batch.reverse()"
+            else:
+                how, cause = "items were replaced by new ones", "batch[i] = (padded_sequence, label)"
+            fail(f"pad_collate changed the list it was given ({given}): its {how} (likely cause: {cause}; leave the "
+                 "caller's list alone: use sorted(...) or build a new list)")
+        if seen["changed_items"]:
+            fail(f"pad_collate changed the items of the list it was given ({given}): item {seen['changed_items'][0]} "
+                 "now holds other objects (likely cause: item[0] = ... on a [sequence, label] list; build new "
+                 "lists instead)")
+        for index, (after, (before, _)) in enumerate(zip(seen["sequences"], saved)):
+            if not isinstance(after, torch.Tensor) or after.shape != before.shape or not torch.equal(after, before):
+                now = after.tolist() if isinstance(after, torch.Tensor) else show(after)
+                fail(f"pad_collate changed an input sequence in place: sequence {index}, {before.tolist()}, became "
+                     f"{now} (likely cause: resize_(), an in-place cat or a write into the sequence; build the "
+                     "padded tensor in new memory and copy the sequences into it)")
+        _expect_collate(batch, seen["result"], "wrong result")  # unchanged inputs count only if something was done
