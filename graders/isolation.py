@@ -542,9 +542,10 @@ def _redirect(fd: int, path: str) -> None:
 def _send(conn: Any, kind: str, body: Any, notes: list[str]) -> None:
     try:
         data = wire.to_bytes((kind, body, list(notes)))
-    except Exception as exc:  # noqa: BLE001 - an observation torch.save cannot write
-        data = wire.to_bytes(("grader_error", f"the observation could not be sent: {type(exc).__name__}: {exc}",
-                              list(notes)))
+    except Exception as exc:  # noqa: BLE001 - a value torch.save cannot write (a tensor viewing another's memory as another dtype)
+        data = wire.to_bytes(("failed", "the value your code returned could not be sent back to the grader "
+                                        f"({type(exc).__name__}: {str(exc)[:NOTE_CHARS]}); return plain tensors, "
+                                        "numbers and containers of them", list(notes)))
     conn.send_bytes(data)
     notes.clear()
 

@@ -1,5 +1,5 @@
 """Bug: returns False on a mismatch but falls off the end (None) instead of returning True."""
-EXPECT_FAIL = {"contiguous_layouts": "must return True or False"}
+EXPECT_FAIL = {"contiguous_layouts": "return True at the end, after the loop"}
 
 
 def is_contiguous(shape, strides):

@@ -1,5 +1,5 @@
 """Bug: treats an expanded (stride-0) dim like a size-1 dim and skips it."""
-EXPECT_FAIL = {"non_contiguous_layouts": "not be 0"}
+EXPECT_FAIL = {"non_contiguous_layouts": "an expanded dim (stride 0, size > 1)"}
 
 
 def is_contiguous(shape, strides):
