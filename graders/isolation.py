@@ -57,6 +57,7 @@ START_METHOD_ENV = "COURSE_GRADER_START_METHOD"  # the notebooks' own processes:
 MEMORY_LIMIT_ENV = "COURSE_MEMORY_LIMIT_MB"
 DEFAULT_MEMORY_LIMIT_MB = 2048
 DEFAULT_TIMEOUT_S = 10.0
+NOT_WRITTEN_NOTE = "\x00the student's code raised NotImplementedError"  # a flag, never shown
 START_TIMEOUT_S = 120.0  # a fresh interpreter (spawn) importing torch on a busy laptop
 NOTE_CHARS = 300
 
@@ -204,6 +205,7 @@ class Runner:
         self._dead: StudentCodeError | None = None
         self._ready = False
         self.notes: list[str] = []
+        self.saw_not_written = False  # the student's code raised NotImplementedError (reset by the judge)
         self._offsets: dict[str, int] = {}
         fd_out, self._stdout_path = tempfile.mkstemp(prefix="course-check-", suffix=".out")
         fd_err, self._stderr_path = tempfile.mkstemp(prefix="course-check-", suffix=".err")
@@ -294,7 +296,9 @@ class Runner:
                            "grading connection)"))
             raise self._dead from None
         for note in notes:
-            if note not in self.notes:
+            if note == NOT_WRITTEN_NOTE:
+                self.saw_not_written = True
+            elif note not in self.notes:
                 self.notes.append(note)
         if kind in ("ok", "ready", "started"):
             return wire.decode(body)
@@ -429,6 +433,8 @@ class RunnerStudent:
             except StudentRaised:
                 raise
             except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt and SystemExit are the student's too
+                if isinstance(exc, NotImplementedError) and NOT_WRITTEN_NOTE not in self.notes:
+                    self.notes.append(NOT_WRITTEN_NOTE)  # a check may turn this into a failure of its own
                 raise StudentRaised(describe_exception(exc, self.files, self.label)) from None
             finally:
                 for w in caught:

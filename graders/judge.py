@@ -80,7 +80,13 @@ def run_checks(exercise: Exercise, source: StudentSource | None, device: torch.d
                 load_error = exc.error
                 results.append(CheckResult(check.name, STUDENT_ERROR, 0, check.points, exc.describe(), exc.error))
                 continue
-            results.append(_run_one(check, runner, device))
+            runner.saw_not_written = False
+            result = _run_one(check, runner, device)
+            if not result.passed and result.status != GRADER_ERROR and runner.saw_not_written and result.error is None:
+                # The check turned the stub's NotImplementedError into a failure of its own: still the stub.
+                result.error = StudentError("raised", "raised NotImplementedError", "NotImplementedError",
+                                            ("builtins.NotImplementedError",))
+            results.append(result)
             _add_notes(notes, check.name, runner.take_notes())
     finally:
         if runner is not None:

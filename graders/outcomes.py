@@ -14,9 +14,11 @@ A check ends in exactly one of five ways (``CheckResult.status``):
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from typing import Any, NoReturn
 
 PASSED, FAILED, STUDENT_ERROR, GRADER_ERROR, SKIPPED = "passed", "failed", "error", "grader error", "skipped"
+SUMMARY_WIDTH = 84
 
 
 class CheckFailed(Exception):
@@ -169,14 +171,18 @@ class Report:
                 "`raise NotImplementedError()` with your code, run that cell, then this one")
 
     def summary(self) -> str:
-        """One paragraph for the exception a failing check cell raises: nbgrader's Validate dialog and the
-        feedback HTML show only that, so it carries each failed check's diagnosis."""
+        """The message of the exception a failing check cell raises. nbgrader's Validate dialog and the
+        feedback page show only that (and Validate cuts each line at about 90 characters), so it carries
+        each failed check's diagnosis in short lines: what was wrong, then why."""
         if self.not_written:
-            return f"{self.exercise}: {self.not_written_line()}"
+            return (f"{self.exercise}: not written yet\n    replace `raise NotImplementedError()` with your code, "
+                    "run that cell, then this one")
         failed = [r for r in self.results if not r.passed]
-        head = f"{self.exercise}: {len(failed)} of {len(self.results)} checks did not pass"
-        parts = []
+        lines = [f"{self.exercise}: {len(failed)} of {len(self.results)} checks did not pass"]
         for r in failed:
-            first = r.message.strip().splitlines()
-            parts.append(f"[{r.name}] " + (" / ".join(line.strip() for line in first[:6]) if first else r.status))
-        return head + "\n" + "\n".join(parts)
+            message = [line.strip() for line in r.message.strip().splitlines() if line.strip()] or [r.status]
+            why = [line for line in message[1:] if not line.startswith(("input:", "expected:", "returned:", "where:"))]
+            lines += textwrap.wrap(f"[{r.name}] {message[0]}", SUMMARY_WIDTH, subsequent_indent="    ")
+            for line in why[:3]:
+                lines += textwrap.wrap(line, SUMMARY_WIDTH, initial_indent="    ", subsequent_indent="    ")
+        return "\n".join(lines)

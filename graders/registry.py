@@ -3,11 +3,11 @@
 Each exercise lives in one module, ``graders/chNN_<slug>/<exercise_id>.py``, which declares it and its
 checks::
 
-    SLIDING_WINDOW = exercise("sliding_window", chapter="01_tensors", names=["sliding_window"])
+    EXAMPLE = exercise("<exercise id>", chapter="NN_<slug>", names=["<name the student defines>"])
 
-    @SLIDING_WINDOW.check(points=1)
-    def is_a_view(student, device):
-        \"\"\"The result shares x's storage: writing into it writes into x.\"\"\"
+    @EXAMPLE.check(points=1)
+    def check_name(student, device):
+        \"\"\"What this check proves, in one line (shown to the student).\"\"\"
 
 Chapter packages and their exercise modules are discovered on import, so a new exercise needs no edit
 anywhere else in ``graders/``.
