@@ -268,5 +268,5 @@ def test_a_wrong_answer_is_explained_in_the_feedback(wrong_round_trip):
     words = re.sub(r"<[^>]+>|&[#\w]+;", " ", html)
     assert "copy, not a view" in words and "not written yet" in words
     assert "graders/__init__.py" not in words and "judge_server" not in words
-    score, _ = wrong_round_trip["scores"]["wrong"]
-    assert score > 0  # contiguous_input passes: the windows are right, only the view is missing
+    score, max_score = wrong_round_trip["scores"]["wrong"]
+    assert score == 0 < max_score  # a cell scores all or nothing, and each sliding_window cell has a view check

@@ -1,0 +1,60 @@
+"""What isolation costs: runner start, one round trip, and every exercise's checks on its reference.
+
+    python benchmarks/isolation.py
+
+A script, not a test: the figures depend on the machine and on what else runs on it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import graders
+from graders.isolation import Limits, Runner, StudentSource, warm_up
+
+
+def best(function, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    warm_up()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "answer.py"
+        path.write_text("def f(x):\n    return x\n")
+        source = StudentSource.from_file(str(path), ["f"])
+
+        def start_and_call() -> None:
+            runner = Runner(source, seed=0, device="cpu", limits=Limits(timeout=30))
+            runner.request(("call", "f", (1,), {}, False))
+            runner.close()
+
+        start_and_call()  # the forkserver's first fork
+        print(f"runner start + one call + close: {1000 * best(start_and_call):.1f} ms (best of 5)")
+        runner = Runner(source, seed=0, device="cpu", limits=Limits(timeout=30))
+        runner.ready()
+        calls = [best(lambda: runner.request(("call", "f", (1,), {}, False)), 50)]
+        resets = [best(lambda: runner.reset(1), 20)]
+        runner.close()
+        print(f"one call round trip: {1000 * statistics.median(calls):.2f} ms; reset between checks: "
+              f"{1000 * statistics.median(resets):.2f} ms")
+    for exercise in graders.exercises():
+        reference = importlib.import_module(f"solutions.ch{exercise.chapter}")
+        graders.check_namespace(exercise.id, vars(reference), device="cpu", instructor=True)  # warm
+        seconds = best(lambda: graders.check_namespace(exercise.id, vars(reference), device="cpu", instructor=True), 3)
+        print(f"{exercise.id:22s} {len(exercise.checks):2d} checks: {seconds:5.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
