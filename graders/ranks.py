@@ -270,19 +270,8 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
 
 
 class _RankRunner(Runner):
-    """A runner whose request can be sent now and its reply read later (so all ranks start together).
-
-    These methods use Runner's private connection; they belong in :class:`Runner` itself.
-    """
-
-    def send(self, message: tuple) -> None:
-        self.ready()
-        if self._dead:
-            raise self._dead
-        try:
-            self._conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
-        except (OSError, EOFError):
-            self._died("before it could be given the next input")
+    """A runner that can also be sent a request only when idle, and asked whether a reply is waiting
+    (``send``, ``receive`` and ``waitables`` come from :class:`Runner`)."""
 
     def send_quietly(self, message: tuple) -> bool:
         """Send when the runner is alive and idle; True when sent."""
@@ -293,9 +282,6 @@ class _RankRunner(Runner):
         except (OSError, EOFError, ValueError):
             return False
         return True
-
-    def waitables(self) -> list[Any]:
-        return [self._conn, self.process.sentinel]
 
     def has_reply(self) -> bool:
         try:
