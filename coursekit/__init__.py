@@ -84,7 +84,7 @@ def start_chapter(chapter: str, seed: int = DEFAULT_SEED, device: str | None = N
     try:
         import matplotlib
 
-        matplotlib.rcParams.update({"figure.dpi": 80, "figure.figsize": (7.5, 3.2), "axes.grid": False})
+        matplotlib.rcParams.update({"figure.dpi": 110, "figure.figsize": (7.5, 3.2), "axes.grid": False})
     except ImportError:  # pragma: no cover - matplotlib is a course dependency
         pass
     python = ".".join(map(str, sys.version_info[:3]))
