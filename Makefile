@@ -37,15 +37,18 @@ student-edition: setup
 
 ## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
 ## (the instructor notebooks, whose answers import the reference, with processes started by spawn as on
-## macOS and Windows)
+## macOS and Windows). Both runs spread over every core (pytest-xdist; JOBS=0 runs them in one process): a
+## chapter's round-trip tests share one xdist group, a notebook's cells one worker (its kernel).
+JOBS ?= auto
 test: setup
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadgroup
 	COURSE_INSTRUCTOR=1 COURSE_START_METHOD=spawn \
-	  $(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+	  $(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
+	  -n $(JOBS) --dist loadscope
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: setup
-	$(BIN)/python -m pytest tests -m "not slow"
+	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadgroup
 
 ## notebooks: rebuild every chapter notebook from course_src/ and execute it (commit the result)
 notebooks: setup
