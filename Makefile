@@ -37,18 +37,19 @@ student-edition: setup
 
 ## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
 ## (the instructor notebooks, whose answers import the reference, with processes started by spawn as on
-## macOS and Windows). Both runs spread over every core (pytest-xdist; JOBS=0 runs them in one process): a
-## chapter's round-trip tests share one xdist group, a notebook's cells one worker (its kernel).
+## macOS and Windows). Both runs spread over every core (pytest-xdist; JOBS=0 runs them in one process) with
+## --dist loadscope: a test class or file stays on one worker (so a chapter's nbgrader round trip, one class,
+## runs once), and a notebook's cells too (one kernel).
 JOBS ?= auto
 test: setup
-	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadgroup
+	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope
 	COURSE_INSTRUCTOR=1 COURSE_START_METHOD=spawn \
 	  $(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
 	  -n $(JOBS) --dist loadscope
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: setup
-	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadgroup
+	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope
 
 ## notebooks: rebuild every chapter notebook from course_src/ and execute it (commit the result)
 notebooks: setup

@@ -3,6 +3,9 @@ correct solution passes, and each catalogued student bug is rejected with the me
 
 The fixtures live in tests/submissions/<chapter>/<exercise>/ (see tests/submissions.py); the
 chapter test files hold what is particular to a chapter (property tests of its references).
+
+The tests of each chapter form one class, ``TestChapter_chNN_<slug>``: `make test` runs with
+``--dist loadscope``, which hands each class to one worker, so the chapters spread over every core.
 """
 
 from __future__ import annotations
@@ -20,36 +23,49 @@ CHAPTER_MODULES = sorted({f"ch{e.chapter}" for e in EXERCISES})
 MIN_BUGS = 20
 
 
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
-def test_reference_passes(exercise, device):
-    reference = importlib.import_module(f"solutions.ch{exercise.chapter}")
-    report = graders.check_namespace(exercise.id, vars(reference), device=device, instructor=True)
-    assert report.passed, report.as_text()
-    assert report.score == report.max_score > 0
-    assert not report.notes, f"the reference wrote to stderr or warned: {report.notes}"
-    assert not report.grader_errors
+def pytest_generate_tests(metafunc):
+    """Parametrize each chapter class's tests with that chapter's exercises and fixtures."""
+    chapter = getattr(metafunc.cls, "chapter_module", None)
+    if chapter is None:
+        return
+    exercises = [e for e in EXERCISES if f"ch{e.chapter}" == chapter]
+    if "exercise" in metafunc.fixturenames:
+        metafunc.parametrize("exercise", exercises, ids=lambda e: e.id)
+    if "path" in metafunc.fixturenames:
+        metafunc.parametrize("exercise_id, path", cases(chapter))
 
 
-@pytest.mark.parametrize("exercise_id, path", [c for m in CHAPTER_MODULES for c in cases(m)])
-def test_submission_verdict(exercise_id, path, device):
-    assert_verdict(exercise_id, path, device)
+class _ChapterSubmissions:
+    chapter_module: str
+
+    def test_reference_passes(self, exercise, device):
+        reference = importlib.import_module(f"solutions.ch{exercise.chapter}")
+        report = graders.check_namespace(exercise.id, vars(reference), device=device, instructor=True)
+        assert report.passed, report.as_text()
+        assert report.score == report.max_score > 0
+        assert not report.notes, f"the reference wrote to stderr or warned: {report.notes}"
+        assert not report.grader_errors
+
+    def test_submission_verdict(self, exercise_id, path, device):
+        assert_verdict(exercise_id, path, device)
+
+    def test_catalogue_is_complete(self, exercise):
+        """At least two differently written correct solutions and the required number of bugs."""
+        folder = ROOT / f"ch{exercise.chapter}" / exercise.id
+        correct = list(folder.glob("correct_*.py"))
+        bugs = list(folder.glob("bug_*.py"))
+        assert len(correct) >= 2, f"{exercise.id}: {len(correct)} correct alternatives"
+        assert len(bugs) >= MIN_BUGS, f"{exercise.id}: {len(bugs)} bugs"
+
+    def test_do_nothing_answers_are_catalogued(self, exercise):
+        """Every exercise has do-nothing answers (pass, return the input, a constant), each scoring 0."""
+        folder = ROOT / f"ch{exercise.chapter}" / exercise.id
+        nothing = list(folder.glob("nothing_*.py"))
+        assert len(nothing) >= 2, f"{exercise.id}: {len(nothing)} do-nothing answers"
+        for path in nothing:
+            assert "EXPECT_SCORE = 0" in path.read_text(), f"{path.name} must declare EXPECT_SCORE = 0"
 
 
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
-def test_catalogue_is_complete(exercise):
-    """At least two differently written correct solutions and the required number of bugs."""
-    folder = ROOT / f"ch{exercise.chapter}" / exercise.id
-    correct = list(folder.glob("correct_*.py"))
-    bugs = list(folder.glob("bug_*.py"))
-    assert len(correct) >= 2, f"{exercise.id}: {len(correct)} correct alternatives"
-    assert len(bugs) >= MIN_BUGS, f"{exercise.id}: {len(bugs)} bugs"
-
-
-@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
-def test_do_nothing_answers_are_catalogued(exercise):
-    """Every exercise has do-nothing answers (pass, return the input, a constant), each scoring 0."""
-    folder = ROOT / f"ch{exercise.chapter}" / exercise.id
-    nothing = list(folder.glob("nothing_*.py"))
-    assert len(nothing) >= 2, f"{exercise.id}: {len(nothing)} do-nothing answers"
-    for path in nothing:
-        assert "EXPECT_SCORE = 0" in path.read_text(), f"{path.name} must declare EXPECT_SCORE = 0"
+for _chapter in CHAPTER_MODULES:
+    _name = f"TestChapter_{_chapter}"
+    globals()[_name] = type(_name, (_ChapterSubmissions,), {"chapter_module": _chapter, "__module__": __name__})
