@@ -1,0 +1,557 @@
+"""PositionalEncoding(dim, max_len=512): adds the sinusoidal encoding, kept in a non-persistent buffer ``pe``.
+
+The student's module lives only in the runner. Scenarios build it, read its buffer, run ``forward`` on inputs
+the judge made (any batch and length, four dtypes, non-contiguous), move it with ``.to()`` / ``.double()``,
+and watch ``forward`` twice: a ``TorchFunctionMode`` records host synchronisations (``.item()``, ``.tolist()``,
+printing, ``bool(t)``, ...), and a ``TorchDispatchMode`` records every operation's tensors while module and
+input sit on the ``meta`` device, so a tensor made on the CPU inside ``forward`` is seen on a machine without
+a GPU. The judge computes the encoding in float64 from the formula and compares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from graders.compare import difference, dtype_name, one_torch_thread, show
+from graders.isolation import RunnerStudent, StudentRaised
+from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
+from graders.registry import exercise
+from graders.student import Submission, expect_error
+
+POSITIONAL_ENCODING = exercise("positional_encoding", chapter="05_devices", names=["PositionalEncoding"])
+
+# What made a stray tensor, in the words the student wrote (torch.tensor(...) reaches dispatch as lift_fresh).
+MADE_BY = {"lift_fresh": "torch.tensor(...)", "scalar_tensor": "torch.scalar_tensor(...)", "arange": "torch.arange(...)",
+           "zeros": "torch.zeros(...)", "ones": "torch.ones(...)", "full": "torch.full(...)", "empty": "torch.empty(...)",
+           "randn": "torch.randn(...)", "rand": "torch.rand(...)", "linspace": "torch.linspace(...)"}
+SYNC_METHODS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "__complex__",
+                "__format__", "__repr__", "__str__")
+# How far a result may be from the float64 answer, beyond the encoding's own allowance, by dtype: a few units
+# in the last place (an answer may add in float32 and round once, or add in the input's dtype).
+DTYPE_RTOL = {torch.float64: 1e-12, torch.float32: 4e-7, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+
+
+def encoding(dim: int, max_len: int) -> torch.Tensor:
+    """The specification's table in float64: pe[p, 2i] = sin(p / 10000 ** (2i / dim)), pe[p, 2i + 1] = cos(...)."""
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    two_i = torch.arange(0, dim, 2, dtype=torch.float64)[None, :]
+    angle = p / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / dim)
+    table = torch.empty(max_len, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)
+    return table
+
+
+def tolerance(max_len: int) -> float:
+    return 1.5e-7 * max_len
+
+
+def call_text(args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
+    shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()]
+    return f"PositionalEncoding({', '.join(shown)})"
+
+
+def x_text(x: torch.Tensor) -> str:
+    layout = "" if x.is_contiguous() else ", not contiguous"
+    return f"x of shape {tuple(x.shape)}, {dtype_name(x.dtype)}{layout}"
+
+
+# ==================================================================================================
+# Inside the runner
+# ==================================================================================================
+class _Steps:
+    """Runs the student's code step by step; the first error is recorded with the step, then ends the scenario."""
+
+    def __init__(self, student: RunnerStudent) -> None:
+        self.student = student
+        self.seen: dict[str, Any] = {}
+
+    def run(self, at: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.student.run(function, *args, **kwargs)
+        except StudentRaised as exc:
+            self.seen["error"] = dataclasses.asdict(exc.error)
+            self.seen["error_at"] = at
+            raise
+
+    def build(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> nn.Module:
+        label = call_text(args, kwargs)
+        module = self.run(label, self.student.get("PositionalEncoding"), *args, **(kwargs or {}))
+        if not isinstance(module, nn.Module):
+            fail(f"{label} made a {type(module).__name__}, which is not an nn.Module; PositionalEncoding must be a "
+                 "class that subclasses nn.Module")
+        return module
+
+
+def _scenario(body):
+    def scenario(student: RunnerStudent, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        steps = _Steps(student)
+        try:
+            body(steps, *args, **kwargs)
+        except StudentRaised:
+            pass
+        return steps.seen
+
+    scenario.__name__ = scenario.__qualname__ = body.__name__.lstrip("_") + "_scenario"
+    return scenario
+
+
+def _buffer_facts(module: nn.Module) -> dict[str, Any]:
+    value = module.__dict__.get("_buffers", {}).get("pe", None)
+    attribute = getattr(module, "pe", None) if "pe" in dir(module) else None
+    return {
+        "buffers": [name for name, _ in module.named_buffers()],
+        "parameters": [name for name, _ in module.named_parameters()],
+        "state_dict": list(module.state_dict().keys()),
+        "pe_is_buffer": isinstance(value, torch.Tensor),
+        "pe_kind": ("missing" if attribute is None and not isinstance(value, torch.Tensor) else
+                    "parameter" if isinstance(attribute, nn.Parameter) else
+                    "tensor" if isinstance(attribute, torch.Tensor) else type(attribute).__name__),
+        "pe": attribute.detach().to("cpu", torch.float64, copy=True)
+        if isinstance(attribute, torch.Tensor) and attribute.device.type != "meta" else None,
+        "pe_shape": list(attribute.shape) if isinstance(attribute, torch.Tensor) else None,
+        "pe_dtype": dtype_name(attribute.dtype) if isinstance(attribute, torch.Tensor) else None,
+        "pe_device": str(attribute.device) if isinstance(attribute, torch.Tensor) else None,
+    }
+
+
+def _read_tables(steps: _Steps, configs: list[tuple[tuple, dict]]) -> None:
+    for i, (args, kwargs) in enumerate(configs):
+        module = steps.build(args, kwargs)
+        steps.seen[f"{i}.facts"] = _buffer_facts(module)
+
+
+def _output(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return {"tensor": value.detach().to("cpu", copy=True) if value.device.type != "meta" else None,
+                "dtype": dtype_name(value.dtype), "device": str(value.device), "shape": list(value.shape)}
+    return {"other": type(value).__name__}
+
+
+def _forwards(steps: _Steps, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
+    module = steps.build(args)
+    steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
+    for i, x in enumerate(inputs):
+        x = x.to(device)
+        before = x.detach().clone()
+        y = steps.run(f"forward({x_text(x)})", module, x)
+        steps.seen[f"{i}.out"] = _output(y)
+        steps.seen[f"{i}.x_changed"] = not torch.equal(before, x.detach())
+
+
+def _moves(steps: _Steps, args: tuple, device: str, x: torch.Tensor) -> None:
+    module = steps.build(args)
+    steps.seen["built"] = _buffer_facts(module)
+    steps.run(f"{call_text(args)}.double()", module.double)
+    steps.seen["double"] = _buffer_facts(module)
+    steps.seen["double_out"] = _output(steps.run(f"forward({x_text(x)}) after .double()", module, x.to(device)))
+    steps.run(f"{call_text(args)}.to('meta')", module.to, "meta")
+    steps.seen["meta"] = _buffer_facts(module)
+    if device != "cpu":
+        moved = steps.build(args)
+        steps.run(f"{call_text(args)}.to({device!r})", moved.to, device)
+        steps.seen["device"] = _buffer_facts(moved)
+
+
+class _DeviceWatch(TorchDispatchMode):
+    """Every operation that takes or makes a tensor on another device than ``device``."""
+
+    def __init__(self, device: str) -> None:
+        super().__init__()
+        self.device = device
+        self.strays: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        taken = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        self._note(func, taken, "took")
+        out = func(*args, **kwargs)
+        self._note(func, [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)], "made")
+        return out
+
+    def _note(self, func, tensors: list[torch.Tensor], verb: str) -> None:
+        op = func.__name__.split(".")[0]
+        if op == "lift_fresh" and verb == "took":
+            return  # torch.tensor(...) lifts the CPU tensor it has just made: reported once, as made
+        for t in tensors:
+            if t.device.type != self.device:
+                shape = "0-dim" if t.dim() == 0 else f"{tuple(t.shape)}"
+                text = (f"{MADE_BY.get(op, f'an operation ({op})')} made a {shape} tensor on {t.device.type}"
+                        if verb == "made" else f"an operation ({op}) used a {shape} tensor on {t.device.type}")
+                if text not in self.strays:
+                    self.strays.append(text)
+
+
+def _watch_devices(steps: _Steps, args: tuple, x: torch.Tensor, device: str) -> None:
+    module = steps.build(args)
+    steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
+    watch = _DeviceWatch(torch.device(device).type)
+    x = x.to(device)
+    try:
+        with watch:
+            y = steps.run(f"forward({x_text(x)}) with module and x on {device}", module, x)
+        steps.seen["out"] = _output(y)
+    finally:
+        steps.seen["strays"] = watch.strays
+
+
+class _SyncWatch(TorchFunctionMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.syncs: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in SYNC_METHODS and args and isinstance(args[0], torch.Tensor):
+            text = f".{name}()" if not name.startswith("__") else {
+                "__bool__": "bool(tensor) (an if or an and/or on a tensor)", "__int__": "int(tensor)",
+                "__float__": "float(tensor)", "__index__": "a tensor used as an index or a slice bound",
+                "__complex__": "complex(tensor)", "__format__": "formatting a tensor (an f-string)",
+                "__repr__": "printing a tensor (repr)", "__str__": "printing a tensor (str)"}[name]
+            if text not in self.syncs:
+                self.syncs.append(text)
+        return func(*args, **(kwargs or {}))
+
+
+def _watch_syncs(steps: _Steps, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
+    module = steps.build(args)
+    steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
+    watch = _SyncWatch()
+    for i, x in enumerate(inputs):
+        x = x.to(device)
+        try:
+            with watch:
+                y = steps.run(f"forward({x_text(x)})", module, x)
+            steps.seen[f"{i}.out"] = _output(y)
+        finally:
+            steps.seen["syncs"] = watch.syncs
+
+
+def _forward_errors(steps: _Steps, args: tuple, inputs: list[torch.Tensor]) -> None:
+    module = steps.build(args)
+    for i, x in enumerate(inputs):
+        try:
+            y = steps.student.run(module, x)
+            steps.seen[f"{i}"] = {"returned": _output(y)}
+        except StudentRaised as exc:
+            steps.seen[f"{i}"] = {"raised": dataclasses.asdict(exc.error)}
+
+
+read_tables_scenario = _scenario(_read_tables)
+forwards_scenario = _scenario(_forwards)
+moves_scenario = _scenario(_moves)
+watch_devices_scenario = _scenario(_watch_devices)
+watch_syncs_scenario = _scenario(_watch_syncs)
+forward_errors_scenario = _scenario(_forward_errors)
+
+
+# ==================================================================================================
+# In the judge
+# ==================================================================================================
+def _seen(student: Submission, scenario, *args: Any) -> dict[str, Any]:
+    return student.scenario(scenario, *args)
+
+
+def _get(seen: dict[str, Any], key: str) -> Any:
+    """An observation; when the student's code raised before it was made, that error ends the check."""
+    if key in seen:
+        return seen[key]
+    if "error" in seen:
+        raise StudentCodeError(StudentError(**seen["error"]), seen.get("error_at"))
+    raise KeyError(f"the scenario recorded no {key!r}")  # a grader bug, reported as such
+
+
+def _inputs(shapes: Sequence[tuple[int, ...]], dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+    return [torch.randn(*shape, dtype=torch.float64).to(dtype) for shape in shapes]
+
+
+def _non_contiguous(batch: int, seq: int, dim: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(batch, dim, seq, dtype=torch.float64).to(dtype).transpose(1, 2)
+
+
+def _table_cause(got: torch.Tensor, dim: int, max_len: int) -> str | None:
+    """Name a known wrong table when ``got`` is one of them (and the right one is not)."""
+    p = torch.arange(max_len, dtype=torch.float64)[:, None]
+    pair = torch.arange(dim // 2, dtype=torch.float64)[None, :]
+    column = torch.arange(0, dim, 2, dtype=torch.float64)[None, :]
+
+    def interleave(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        return torch.stack((first, second), dim=-1).flatten(1)
+
+    def table(angle: torch.Tensor) -> torch.Tensor:
+        return interleave(angle.sin(), angle.cos())
+
+    right = encoding(dim, max_len)
+    angle = p / 10000 ** (2 * pair / dim)
+    candidates = [
+        (interleave(angle.cos(), angle.sin()), "sin and cos are swapped: even columns (2i) hold the sine, odd "
+                                               "columns (2i + 1) the cosine"),
+        (torch.cat((angle.sin(), angle.cos()), dim=1), "the sines fill the first half and the cosines the second; "
+                                                       "they must alternate: column 2i sine, column 2i + 1 cosine"),
+        (table(p / 10000 ** (pair / dim)), "the exponent is i / dim; the spec uses 2i / dim (i counts the sin/cos "
+                                           "pairs: 0, 1, 2, ...)"),
+        (table(p / 10000 ** (2 * column / dim)), "the exponent is 2·(2i) / dim: 2i is already the even column index, "
+                                                 "so torch.arange(0, dim, 2) / dim is the exponent, not twice that"),
+        (table((p + 1) / 10000 ** (2 * pair / dim)), "the positions start at 1; p runs 0, 1, ..., max_len - 1"),
+        (table(p * 10000 ** (2 * pair / dim)), "p is multiplied by 10000 ** (2i / dim); it must be divided by it"),
+    ]
+    for wrong, cause in candidates:
+        if wrong.shape == got.shape and torch.allclose(got, wrong, atol=10 * tolerance(max_len), rtol=0) and \
+                not torch.allclose(right, wrong, atol=10 * tolerance(max_len), rtol=0):
+            return cause
+    return None
+
+
+def _check_table(facts: dict[str, Any], label: str, dim: int, max_len: int) -> None:
+    if facts["pe_kind"] == "missing":
+        fail(f"{label} has no attribute `pe`: the encoding table must be a buffer named pe, of shape (max_len, dim) = "
+             f"({max_len}, {dim}) (self.register_buffer('pe', table, persistent=False))")
+    if facts["pe"] is None:
+        fail(f"{label}.pe is {facts['pe_kind']}, not a tensor of shape ({max_len}, {dim})")
+    got = facts["pe"]
+    if list(got.shape) != [max_len, dim]:
+        cause = None
+        if list(got.shape) == [1, max_len, dim]:
+            cause = "pe has an extra leading batch dim (pe.unsqueeze(0)); the spec stores it as (max_len, dim)"
+        elif list(got.shape) == [dim, max_len]:
+            cause = "pe is transposed: rows are positions, columns the features"
+        elif got.dim() == 2 and got.shape[1] == dim and label == f"PositionalEncoding({dim})":
+            cause = f"max_len defaults to {got.shape[0]}; the specification's default is max_len = 512"
+        fail_mismatch(f"{label}.pe has the wrong shape", given=label, expected=f"shape ({max_len}, {dim})",
+                      got=f"shape {tuple(got.shape)}", cause=cause)
+    right = encoding(dim, max_len)
+    error = (got - right).abs().nan_to_num(nan=math.inf)
+    if not bool((error <= tolerance(max_len)).all()):
+        where = difference(got, right, atol=tolerance(max_len))
+        cause = _table_cause(got, dim, max_len)
+        if cause is None and float(error.max()) < 1e3 * tolerance(max_len) and bool(torch.isfinite(got).all()):
+            cause = (f"the values are close but not within {show(tolerance(max_len))} (1.5e-7 * max_len): compute the "
+                     "angle p / 10000 ** (2i / dim) in float64 (or with the exp/log form in float32, never float16 or "
+                     "a low-precision intermediate), then store it as float32")
+        fail_mismatch(f"{label}.pe does not hold the sinusoidal encoding", given=label,
+                      expected=f"pe[p, 2i] = sin(p / 10000 ** (2i / dim)), pe[p, 2i + 1] = cos(...) within "
+                               f"{show(tolerance(max_len))}", got=show(got), where=where, cause=cause)
+
+
+@POSITIONAL_ENCODING.check(points=2)
+def encoding_values(student: Submission, device: torch.device) -> None:
+    """pe holds sin / cos of p / 10000 ** (2i / dim), interleaved, within 1.5e-7 * max_len, any dim and length."""
+    configs = [((2, 1), {}), ((4, 9), {}), ((6,), {"max_len": 50}), ((8,), {}), ((64, 2048), {}),
+               ((10,), {"max_len": 4096}), ((512, 128), {})]
+    seen = _seen(student, read_tables_scenario, configs)
+    for i, (args, kwargs) in enumerate(configs):
+        dim = args[0]
+        max_len = args[1] if len(args) > 1 else kwargs.get("max_len", 512)
+        _check_table(_get(seen, f"{i}.facts"), call_text(args, kwargs), dim, max_len)
+
+
+def _expected_sum(x: torch.Tensor, dim: int, max_len: int) -> torch.Tensor:
+    return x.double() + encoding(dim, max_len)[: x.shape[1]]
+
+
+def _forward_cause(x: torch.Tensor, got: torch.Tensor, dim: int, max_len: int, atol: float, rtol: float) -> str | None:
+    table = encoding(dim, max_len)
+    xd = x.double()
+    candidates = [(table[: x.shape[1]].expand_as(xd), "forward returns the encoding alone; it must return x + pe[:seq]"),
+                  (xd + table[0], "the same row pe[0] was added at every position: slice pe[:seq] by the sequence "
+                                  "length, x.shape[1]")]
+    if x.shape[0] <= max_len and x.shape[0] != x.shape[1]:
+        rows = table[: x.shape[0]]
+        if x.shape[0] == 1:
+            candidates.append((xd + rows, "pe was sliced by the batch size (x.shape[0]), not the sequence length "
+                                          "(x.shape[1])"))
+        else:
+            candidates.append((xd + rows[:, None, :], "pe was sliced by the batch size (x.shape[0]), not the sequence "
+                                                      "length (x.shape[1])"))
+    for wrong, cause in candidates:
+        if wrong.shape == got.shape and torch.allclose(got.double(), wrong, atol=atol, rtol=rtol):
+            return cause
+    return None
+
+
+def _check_output(out: dict[str, Any], x: torch.Tensor, label: str, dim: int, max_len: int, device: torch.device) -> None:
+    given = f"{label}, then forward({x_text(x)})"
+    if "other" in out:
+        fail(f"{given} returned a {out['other']}; forward must return the tensor x + pe[:seq]")
+    if out["shape"] != list(x.shape):
+        fail_mismatch("forward returned the wrong shape", given=given, expected=f"shape {tuple(x.shape)} (x's)",
+                      got=f"shape {tuple(out['shape'])}",
+                      cause="pe was not sliced to the sequence length, x.shape[1]" if out["shape"][-2:] == [max_len, dim]
+                      else None)
+    if torch.device(out["device"]).type != device.type:
+        fail(f"{given}: the result is on {out['device']}, x on {device}; it must be on x's device\n  likely cause: pe is a "
+             "plain tensor attribute (which .to() leaves behind) or was made on the CPU in forward")
+    if out["dtype"] != dtype_name(x.dtype):
+        cause = (f"pe (float32) was added without .to(x.dtype): {dtype_name(x.dtype)} + float32 promotes to float32"
+                 if out["dtype"] == "float32" else None)
+        fail_mismatch("forward changed the dtype", given=given, expected=dtype_name(x.dtype), got=out["dtype"], cause=cause)
+    got = out["tensor"]
+    right = _expected_sum(x, dim, max_len)
+    rtol = DTYPE_RTOL[x.dtype]
+    atol = tolerance(max_len) * 2 + rtol
+    if not torch.allclose(got.double(), right, atol=atol, rtol=rtol):
+        fail_mismatch("forward(x) is not x + pe[:seq]", given=given, expected=show(right.to(x.dtype)), got=show(got),
+                      where=difference(got, right, rtol=rtol, atol=atol),
+                      cause=_forward_cause(x, got, dim, max_len, atol, rtol))
+
+
+@POSITIONAL_ENCODING.check(points=2)
+def forward_adds_encoding(student: Submission, device: torch.device) -> None:
+    """forward(x) is x + pe[:seq].to(x.dtype), on x's device, in x's dtype, for any batch and seq <= max_len."""
+    dim, max_len = 6, 40
+    inputs = (_inputs([(2, 5, dim), (3, max_len, dim), (1, 1, dim), (1, 7, dim), (4, 0, dim)])
+              + _inputs([(2, 3, dim)], torch.float64) + _inputs([(3, 4, dim)], torch.float16)
+              + _inputs([(2, 9, dim)], torch.bfloat16) + [_non_contiguous(2, 11, dim), _non_contiguous(1, 3, dim, torch.float16)])
+    label = call_text((dim, max_len))
+    seen = _seen(student, forwards_scenario, (dim, max_len), inputs, str(device))
+    for i, x in enumerate(inputs):
+        _check_output(_get(seen, f"{i}.out"), x, label, dim, max_len, device)
+        if _get(seen, f"{i}.x_changed"):
+            fail(f"{label}, then forward({x_text(x)}) changed x itself; forward must return a new tensor\n  likely cause: "
+                 "an in-place add (x += ..., x.add_(...)) on the caller's input")
+
+
+@POSITIONAL_ENCODING.check(points=1)
+def buffer_not_parameter(student: Submission, device: torch.device) -> None:
+    """pe is a non-persistent buffer: no parameters, an empty state_dict, and it follows .to() and .double()."""
+    dim, max_len = 8, 30
+    x = torch.randn(2, 7, dim, dtype=torch.float64)
+    label = call_text((dim, max_len))
+    seen = _seen(student, moves_scenario, (dim, max_len), str(device), x)
+    built = _get(seen, "built")
+    _check_table(built, label, dim, max_len)  # first: a real table (a module that does nothing has none)
+    if built["parameters"]:
+        cause = ("pe is an nn.Parameter (even with requires_grad=False it is a parameter: the optimizer and "
+                 "state_dict see it); register it with self.register_buffer('pe', table, persistent=False)"
+                 if "pe" in built["parameters"] else None)
+        fail_mismatch(f"{label} has parameters", given=label, expected="no parameters",
+                      got=f"parameters {built['parameters']}", cause=cause)
+    if not built["pe_is_buffer"]:
+        fail(f"{label}.pe is a plain tensor attribute, not a registered buffer: .to(device) and .double() leave it "
+             f"behind (buffers: {built['buffers']})\n  likely cause: self.pe = table; use "
+             "self.register_buffer('pe', table, persistent=False)")
+    if built["state_dict"]:
+        fail(f"{label}.state_dict() has the keys {built['state_dict']}; it must be empty\n  likely cause: "
+             + ("register_buffer('pe', ...) without persistent=False: the table is derived from dim and max_len, "
+                "so it stays out of checkpoints" if "pe" in built["state_dict"] else "other state was registered"))
+    double = _get(seen, "double")
+    if double["pe_dtype"] != "float64":
+        fail(f"after {label}.double(), pe is {double['pe_dtype']}, not float64; a registered buffer follows .double()")
+    out = _get(seen, "double_out")
+    if out.get("dtype") != "float64":
+        fail(f"after {label}.double(), forward({x_text(x)}) returned {out.get('dtype', out)}, not float64")
+    meta = _get(seen, "meta")
+    if meta["pe_device"] != "meta":
+        fail(f"after {label}.to('meta'), pe is on {meta['pe_device']}; a registered buffer follows .to(device)")
+    if device.type != "cpu":
+        moved = _get(seen, "device")
+        if torch.device(moved["pe_device"]).type != device.type:
+            fail(f"after {label}.to({str(device)!r}), pe is on {moved['pe_device']}; a buffer follows .to(device)")
+
+
+def _require_correct_forward(student: Submission, label_args: tuple, x: torch.Tensor) -> None:
+    """Judging what forward does *not* do starts with making sure it does what it must (on the CPU)."""
+    dim, max_len = label_args
+    seen = _seen(student, forwards_scenario, label_args, [x], "cpu")
+    _check_output(_get(seen, "0.out"), x, call_text(label_args), dim, max_len, torch.device("cpu"))
+
+
+@POSITIONAL_ENCODING.check(points=1)
+def stays_on_device(student: Submission, device: torch.device) -> None:
+    """forward makes and uses no tensor on another device than x's (0-dim CPU tensors included)."""
+    args = (10, 64)
+    x = torch.randn(3, 17, 10)
+    _require_correct_forward(student, args, x)  # a forward that does nothing makes no stray tensor either
+    targets = ["meta"] + ([str(device)] if device.type == "cuda" else [])
+    for target in targets:
+        seen = _seen(student, watch_devices_scenario, args, x, target)
+        strays = seen.get("strays", [])
+        where = "module and x on the meta device (tensors there have shapes but no data, so a CPU tensor stands out)" \
+            if target == "meta" else f"module and x on {target}"
+        if strays:
+            fail(f"{call_text(args)}, then forward(x of shape {tuple(x.shape)}) with {where}: in "
+                 f"forward, {'; '.join(strays[:3])}\n  on a GPU this is a cross-device error, or a silent copy every step\n"
+                 "  likely cause: a tensor made inside forward without device=x.device (torch.arange, torch.tensor, "
+                 "torch.zeros, ...), or a plain tensor attribute that .to() left on the CPU; make it on x.device, or "
+                 "keep it in a buffer")
+        _get(seen, "out")  # the student's error on that device, if forward raised without a stray tensor
+
+
+@POSITIONAL_ENCODING.check(points=1)
+def no_host_sync(student: Submission, device: torch.device) -> None:
+    """forward never waits for the device: no .item(), .tolist(), .cpu(), .numpy(), printing, bool/int/float."""
+    args = (12, 100)
+    inputs = [torch.randn(2, 9, 12), torch.randn(1, 100, 12, dtype=torch.float64)]
+    _require_correct_forward(student, args, inputs[0])
+    seen = _seen(student, watch_syncs_scenario, args, inputs, str(device))
+    syncs = seen.get("syncs", [])
+    if syncs:
+        fail(f"{call_text(args)}, then forward(x of shape {tuple(inputs[0].shape)}): forward synchronises with the host "
+             f"through {', '.join(syncs[:4])}; on a GPU each one waits for every queued kernel to finish\n  likely cause: "
+             "shape checks must use Python ints (x.shape[1], x.dim(), x.size(-1)), never a tensor's value; and no "
+             "printing inside forward")
+    for i in range(len(inputs)):
+        _get(seen, f"{i}.out")
+
+
+@POSITIONAL_ENCODING.check(points=1)
+def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
+    """ValueError in __init__ when dim is odd or < 2, or max_len < 1; valid arguments build a module."""
+    for args in [(2, 1), (4,), (2,)]:
+        try:
+            student.call("PositionalEncoding", *args)
+        except StudentCodeError as exc:
+            raise exc.within(f"{call_text(args)} (valid arguments)") from None
+    bad = [((7,), "dim is odd"), ((3, 10), "dim is odd"), ((1,), "dim < 2 (and odd)"), ((0,), "dim < 2"),
+           ((-2,), "dim < 2"), ((4, 0), "max_len < 1"), ((8, -3), "max_len < 1")]
+    for args, why in bad:
+        expect_error(student, ValueError, "PositionalEncoding", args, call=call_text(args), why=why,
+                     cause="a missing check at the top of __init__")
+
+
+@POSITIONAL_ENCODING.check(points=1)
+def rejects_bad_input(student: Submission, device: torch.device) -> None:
+    """ValueError in forward when x is not 3-D, its last dim is not dim, or seq > max_len; seq == max_len works."""
+    dim, max_len = 4, 6
+    label = call_text((dim, max_len))
+    cases = [(torch.randn(2, max_len, dim), None), (torch.randn(1, 1, dim), None),
+             (torch.randn(5, dim), "x has 2 dims, not 3 (batch, seq, dim)"),
+             (torch.randn(dim), "x has 1 dim"),
+             (torch.randn(1, 2, 3, dim), "x has 4 dims"),
+             (torch.randn(2, 3, dim + 2), f"the last dim of x is {dim + 2}, not dim = {dim}"),
+             (torch.randn(2, 3, dim // 2), f"the last dim of x is {dim // 2}, not dim = {dim}"),
+             (torch.randn(1, max_len + 1, dim), f"seq = {max_len + 1} > max_len = {max_len}"),
+             (torch.randn(2, 4 * max_len, dim), f"seq = {4 * max_len} > max_len = {max_len}")]
+    seen = _seen(student, forward_errors_scenario, (dim, max_len), [x for x, _ in cases])
+    for i, (x, why) in enumerate(cases):
+        outcome = _get(seen, str(i))
+        call = f"{label}, then forward({x_text(x)})"
+        if why is None:
+            if "raised" in outcome:
+                error = StudentError(**outcome["raised"])
+                cause = ("the length test is off by one: seq == max_len fits (use seq > max_len)"
+                         if x.shape[1] == max_len and error.is_instance(ValueError) else None)
+                if cause:
+                    fail(f"{call} raised {error.exception_type}, but x is valid (seq = max_len)\n  likely cause: {cause}")
+                raise StudentCodeError(error, call)
+            _check_output(outcome["returned"], x, label, dim, max_len, torch.device("cpu"))
+            continue
+        if "returned" in outcome:
+            fail(f"{call} returned a result; it must raise ValueError because {why}\n  likely cause: a missing check "
+                 "at the top of forward")
+        error = StudentError(**outcome["raised"])
+        if not error.is_instance(ValueError):
+            cause = ("assert raises AssertionError; raise ValueError(...) instead"
+                     if error.exception_type == "AssertionError" else
+                     "the error came from an operation that failed, not from a check of x: test the shape first and "
+                     "raise ValueError")
+            fail(f"{call} must raise ValueError because {why}, but it {error.describe()}\n  likely cause: {cause}")

@@ -1,0 +1,43 @@
+"""Bug: bisects between start and the first size that failed instead of the last size that fit."""
+import torch
+
+EXPECT_FAIL = {
+    'probes_in_order': 'tried again',
+    'call_budget': 'more than once',
+}
+
+
+def find_max_batch_size(try_batch, *, start=1, limit=4096):
+    if start < 1 or limit < start:
+        raise ValueError("need 1 <= start <= limit")
+
+    def fits(b):
+        try:
+            try_batch(b)
+        except torch.OutOfMemoryError:
+            ok = False
+        else:
+            ok = True
+        if not ok and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return ok
+
+    if not fits(start):
+        raise RuntimeError("batch size start does not fit")
+    lo = start
+    while lo < limit:
+        b = min(2 * lo, limit)
+        if not fits(b):
+            hi = b
+            break
+        lo = b
+    else:
+        return limit
+    lo = start
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,39 @@
+"""Bug: calls torch.cuda.empty_cache() after every OOM without checking torch.cuda.is_available()."""
+import torch
+
+EXPECT_FAIL = {'releases_the_error': 'only if torch.cuda.is_available()'}
+
+
+def find_max_batch_size(try_batch, *, start=1, limit=4096):
+    if start < 1 or limit < start:
+        raise ValueError("need 1 <= start <= limit")
+
+    def fits(b):
+        try:
+            try_batch(b)
+        except torch.OutOfMemoryError:
+            ok = False
+        else:
+            ok = True
+        if not ok:
+            torch.cuda.empty_cache()
+        return ok
+
+    if not fits(start):
+        raise RuntimeError("batch size start does not fit")
+    lo = start
+    while lo < limit:
+        b = min(2 * lo, limit)
+        if not fits(b):
+            hi = b
+            break
+        lo = b
+    else:
+        return limit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,39 @@
+"""Bug: tries limit right after start, before doubling (right answer, wrong sizes probed)."""
+import torch
+
+EXPECT_FAIL = {'probes_in_order': 'before the doubling reaches it'}
+
+
+def find_max_batch_size(try_batch, *, start=1, limit=4096):
+    if start < 1 or limit < start:
+        raise ValueError("need 1 <= start <= limit")
+
+    def fits(b):
+        try:
+            try_batch(b)
+        except torch.OutOfMemoryError:
+            ok = False
+        else:
+            ok = True
+        if not ok and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return ok
+
+    if not fits(start):
+        raise RuntimeError("batch size start does not fit")
+    if limit == start or fits(limit):
+        return limit
+    lo, hi = start, limit
+    while 2 * lo < limit:
+        b = 2 * lo
+        if not fits(b):
+            hi = b
+            break
+        lo = b
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,41 @@
+"""Bug: `raise RuntimeError(...) from e` when start does not fit, so the OOM is chained as __cause__."""
+import torch
+
+EXPECT_FAIL = {'rejects_bad_arguments': '__cause__'}
+
+
+def find_max_batch_size(try_batch, *, start=1, limit=4096):
+    if start < 1 or limit < start:
+        raise ValueError("need 1 <= start <= limit")
+
+    def fits(b):
+        try:
+            try_batch(b)
+        except torch.OutOfMemoryError:
+            ok = False
+        else:
+            ok = True
+        if not ok and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return ok
+
+    try:
+        try_batch(start)
+    except torch.OutOfMemoryError as e:
+        raise RuntimeError(f"batch size {start} does not fit") from e
+    lo = start
+    while lo < limit:
+        b = min(2 * lo, limit)
+        if not fits(b):
+            hi = b
+            break
+        lo = b
+    else:
+        return limit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -1,0 +1,27 @@
+"""Bug: moves tensors with torch.as_tensor(x, device=device), which never receives non_blocking."""
+import dataclasses
+from collections import defaultdict
+
+import torch
+
+EXPECT_FAIL = {'passes_non_blocking': 'without any Tensor.to call'}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return torch.as_tensor(x, device=device)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if type(x) in (list, tuple):
+            return type(x)(go(v) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                return dataclasses.replace(x, **{f.name: go(getattr(x, f.name)) for f in fields})
+        return x
+
+    return go(obj)

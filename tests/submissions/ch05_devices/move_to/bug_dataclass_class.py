@@ -1,0 +1,27 @@
+"""Bug: trusts dataclasses.is_dataclass alone, which is also True for a dataclass class, and tries to rebuild the class."""
+import dataclasses
+from collections import defaultdict
+
+import torch
+
+EXPECT_FAIL = {'returns_other_objects_as_is': 'replace'}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return x.to(device, non_blocking=non_blocking)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if type(x) in (list, tuple):
+            return type(x)(go(v) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if dataclasses.is_dataclass(x):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                return dataclasses.replace(x, **{f.name: go(getattr(x, f.name)) for f in fields})
+        return x
+
+    return go(obj)

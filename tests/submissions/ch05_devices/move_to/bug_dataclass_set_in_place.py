@@ -1,0 +1,29 @@
+"""Bug: updates the caller's dataclass instance in place with object.__setattr__ (frozen ones too) and returns it."""
+import dataclasses
+from collections import defaultdict
+
+import torch
+
+EXPECT_FAIL = {'input_not_modified': 'was replaced'}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return x.to(device, non_blocking=non_blocking)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if type(x) in (list, tuple):
+            return type(x)(go(v) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                for f in fields:
+                    object.__setattr__(x, f.name, go(getattr(x, f.name)))
+                return x
+        return x
+
+    return go(obj)

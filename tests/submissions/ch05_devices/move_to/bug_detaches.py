@@ -1,0 +1,30 @@
+"""Bug: detaches every tensor before moving it, so requires_grad is lost and a tensor already there comes back as a new object."""
+import dataclasses
+from collections import defaultdict
+
+import torch
+
+EXPECT_FAIL = {
+    'moves_every_tensor': 'requires_grad=False',
+    'same_tensor_when_already_there': 'requires_grad',
+}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return x.detach().to(device, non_blocking=non_blocking)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if type(x) in (list, tuple):
+            return type(x)(go(v) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                return dataclasses.replace(x, **{f.name: go(getattr(x, f.name)) for f in fields})
+        return x
+
+    return go(obj)

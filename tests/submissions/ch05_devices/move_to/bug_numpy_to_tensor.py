@@ -1,0 +1,30 @@
+"""Bug: converts NumPy arrays to tensors with torch.from_numpy and moves them too."""
+import dataclasses
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+EXPECT_FAIL = {'returns_other_objects_as_is': 'NumPy arrays are not tensors'}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return x.to(device, non_blocking=non_blocking)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if type(x) in (list, tuple):
+            return type(x)(go(v) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if isinstance(x, np.ndarray):
+            return torch.from_numpy(x).to(device, non_blocking=non_blocking)
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                return dataclasses.replace(x, **{f.name: go(getattr(x, f.name)) for f in fields})
+        return x
+
+    return go(obj)

@@ -1,0 +1,28 @@
+"""Bug: recurses into every collections.abc.Sequence, so a string recurses forever and list/tuple subclasses are rebuilt."""
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+
+import torch
+
+EXPECT_FAIL = {'returns_other_objects_as_is': ''}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return x.to(device, non_blocking=non_blocking)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if isinstance(x, Sequence):
+            return type(x)(go(v) for v in x)
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                return dataclasses.replace(x, **{f.name: go(getattr(x, f.name)) for f in fields})
+        return x
+
+    return go(obj)

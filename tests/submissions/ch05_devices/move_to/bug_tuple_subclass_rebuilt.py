@@ -1,0 +1,29 @@
+"""Bug: rebuilds any tuple that is not a named tuple with type(x)(...), so a tuple subclass comes back as a new object."""
+import dataclasses
+from collections import defaultdict
+
+import torch
+
+EXPECT_FAIL = {'returns_other_objects_as_is': 'TensorTuple'}
+
+
+def move_to(obj, device, *, non_blocking=False):
+    def go(x):
+        if isinstance(x, torch.Tensor):
+            return x.to(device, non_blocking=non_blocking)
+        if isinstance(x, dict):
+            moved = {k: go(v) for k, v in x.items()}
+            return type(x)(x.default_factory, moved) if isinstance(x, defaultdict) else type(x)(moved)
+        if type(x) is list:
+            return [go(v) for v in x]
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(go(v) for v in x))
+        if isinstance(x, tuple):
+            return type(x)(go(v) for v in x)
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            fields = dataclasses.fields(x)
+            if all(f.init for f in fields):
+                return dataclasses.replace(x, **{f.name: go(getattr(x, f.name)) for f in fields})
+        return x
+
+    return go(obj)
