@@ -261,6 +261,23 @@ def _answer(record: dict[str, Any], run: Run) -> int:
     return got["int"]
 
 
+def _require_search(record: dict[str, Any], run: Run, judged: str) -> None:
+    """A check that judges *how* the search went first makes sure it found the right size, from its own calls."""
+    got, right = _answer(record, run), min(run.threshold, run.bounds[1])
+    if got != right:
+        fail(f"{run.text()}\n  returned {got}, expected {right}: {judged} can only be judged once the search finds "
+             "the right size")
+    _require_evidence(record, run, got)
+
+
+def _require_evidence(record: dict[str, Any], run: Run, got: int) -> None:
+    """The answer must be what the search established: got was tried and fit, got + 1 was tried and did not."""
+    unproven = [size for size in ([got] if got == run.bounds[1] else [got, got + 1]) if size not in record["calls"]]
+    if unproven:
+        fail(f"{run.text()}\n  returned {got}, but try_batch was never called with {unproven[0]} (sizes tried: "
+             f"{_short(record['calls'])}); the answer must come from the sizes the search tried")
+
+
 def _grid() -> list[Run]:
     runs = [Run(1000), Run(4096), Run(5000), Run(1), Run(4095), Run(7, start=3, limit=100), Run(5, start=5, limit=5),
             Run(1, start=1, limit=1), Run(999, start=7, limit=1000), Run(36, start=2, limit=37),
@@ -303,6 +320,7 @@ def finds_the_largest(student: Submission, device: torch.device) -> None:
             cause = _result_cause(run, got, record["calls"])
             fail(f"{run.text()}\n  expected {right}, returned {got} (sizes tried: {_short(record['calls'])})"
                  + (f"\n  likely cause: {cause}" if cause else ""))
+        _require_evidence(record, run, got)
 
 
 def _short(calls: list[Any], limit: int = 24) -> str:
@@ -361,12 +379,9 @@ def call_budget(student: Submission, device: torch.device) -> None:
     """try_batch is called at most ceil(log2(limit/start)) + ceil(log2(limit-start+1)) + 1 times, never twice on a size."""
     runs = [r for r in _grid() if r.threshold >= r.bounds[0]]
     for run, record in zip(runs, _search(student, runs)):
-        got, right = _answer(record, run), min(run.threshold, run.bounds[1])
+        _require_search(record, run, "the number of calls")  # returning start at once makes no calls at all
         calls = record["calls"]
         start, limit = run.bounds
-        if got != right:  # returning start at once makes no calls: the budget is judged on searches that work
-            fail(f"{run.text()}\n  returned {got}, expected {right}: the number of calls can only be judged once the "
-                 "search finds the right size")
         repeated = sorted({c for c in calls if calls.count(c) > 1}, key=str)
         if repeated:
             fail(f"{run.text()}\n  try_batch was called more than once with the size(s) {repeated[:5]} (sizes tried: "
@@ -413,11 +428,7 @@ def releases_the_error(student: Submission, device: torch.device) -> None:
     runs = [Run(1000, cuda=True), Run(7, start=3, limit=100, cuda=True), Run(600, start=5, limit=640, cuda=True),
             Run(1000, cuda=False), Run(36, start=2, limit=37, cuda=False)]
     for run, record in zip(runs, _search(student, runs)):
-        right = min(run.threshold, run.bounds[1])
-        got = _answer(record, run)
-        if got != right:  # a search that does not work cannot be judged on what it keeps
-            fail(f"{run.text()}\n  returned {got}, expected {right}: whether the errors are released can only be "
-                 "judged once the search finds the right size")
+        _require_search(record, run, "whether the errors are released")
         _check_release(run, record)
 
 

@@ -4,12 +4,14 @@ The student's module lives only in the runner. Scenarios build it, read its buff
 the judge made (any batch and length, four dtypes, non-contiguous), move it with ``.to()`` / ``.double()``,
 and watch ``forward`` twice: a ``TorchFunctionMode`` records host synchronisations (``.item()``, ``.tolist()``,
 printing, ``bool(t)``, ...), and a ``TorchDispatchMode`` records every operation's tensors while module and
-input sit on the ``meta`` device, so a tensor made on the CPU inside ``forward`` is seen on a machine without
-a GPU. The judge computes the encoding in float64 from the formula and compares.
+input sit on the ``meta`` device and then on a CUDA device faked by ``FakeTensorMode`` (so an answer cannot
+special-case meta), so a tensor made on the CPU inside ``forward`` is seen on a machine without a GPU. The
+judge computes the encoding in float64 from the formula and compares.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -17,6 +19,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -33,6 +36,7 @@ POSITIONAL_ENCODING = exercise("positional_encoding", chapter="05_devices", name
 MADE_BY = {"lift_fresh": "torch.tensor(...)", "scalar_tensor": "torch.scalar_tensor(...)", "arange": "torch.arange(...)",
            "zeros": "torch.zeros(...)", "ones": "torch.ones(...)", "full": "torch.full(...)", "empty": "torch.empty(...)",
            "randn": "torch.randn(...)", "rand": "torch.rand(...)", "linspace": "torch.linspace(...)"}
+FAKE_DATA_OPS = frozenset({"lift_fresh", "device", "_to_copy"})
 SYNC_METHODS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__", "__complex__",
                 "__format__", "__repr__", "__str__")
 # How far a result may be from the float64 answer, beyond the encoding's own allowance, by dtype: a few units
@@ -165,9 +169,10 @@ def _moves(steps: _Steps, args: tuple, device: str, x: torch.Tensor) -> None:
 class _DeviceWatch(TorchDispatchMode):
     """Every operation that takes or makes a tensor on another device than ``device``."""
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, ignored: frozenset = frozenset()) -> None:
         super().__init__()
         self.device = device
+        self.ignored = ignored
         self.strays: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -180,7 +185,7 @@ class _DeviceWatch(TorchDispatchMode):
 
     def _note(self, func, tensors: list[torch.Tensor], verb: str) -> None:
         op = func.__name__.split(".")[0]
-        if op == "lift_fresh" and verb == "took":
+        if op in self.ignored or (op == "lift_fresh" and verb == "took"):
             return  # torch.tensor(...) lifts the CPU tensor it has just made: reported once, as made
         for t in tensors:
             if t.device.type != self.device:
@@ -192,16 +197,24 @@ class _DeviceWatch(TorchDispatchMode):
 
 
 def _watch_devices(steps: _Steps, args: tuple, x: torch.Tensor, device: str) -> None:
+    """forward with module and x on ``device`` ("fake-cuda": a CUDA device faked by FakeTensorMode, which
+    exists on any machine), every operation's tensors watched."""
     module = steps.build(args)
-    steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
-    watch = _DeviceWatch(torch.device(device).type)
-    x = x.to(device)
-    try:
-        with watch:
-            y = steps.run(f"forward({x_text(x)}) with module and x on {device}", module, x)
-        steps.seen["out"] = _output(y)
-    finally:
-        steps.seen["strays"] = watch.strays
+    fake = device == "fake-cuda"
+    target = "cuda" if fake else device
+    with FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext():
+        steps.run(f"{call_text(args)}.to({target!r})", module.to, target)
+        # Under FakeTensorMode, torch.tensor(data, device=x.device) builds its data on the CPU and copies it
+        # over, as CUDA itself does: that is not the answer's stray tensor (meta shows the ones that are).
+        watch = _DeviceWatch(torch.device(target).type, FAKE_DATA_OPS if fake else frozenset())
+        x = x.to(target)
+        try:
+            with watch:
+                y = steps.run(f"forward({x_text(x)}) with module and x on {device}", module, x)
+            steps.seen["out"] = _output(y) if not fake else {"device": str(y.device)} if isinstance(y, torch.Tensor) \
+                else {"other": type(y).__name__}
+        finally:
+            steps.seen["strays"] = watch.strays
 
 
 class _SyncWatch(TorchFunctionMode):
@@ -471,19 +484,31 @@ def stays_on_device(student: Submission, device: torch.device) -> None:
     args = (10, 64)
     x = torch.randn(3, 17, 10)
     _require_correct_forward(student, args, x)  # a forward that does nothing makes no stray tensor either
-    targets = ["meta"] + ([str(device)] if device.type == "cuda" else [])
+    # meta and a faked CUDA device exist everywhere; a real GPU is watched too when there is one.
+    targets = ["meta", "fake-cuda"] + ([str(device)] if device.type == "cuda" else [])
     for target in targets:
         seen = _seen(student, watch_devices_scenario, args, x, target)
         strays = seen.get("strays", [])
-        where = "module and x on the meta device (tensors there have shapes but no data, so a CPU tensor stands out)" \
-            if target == "meta" else f"module and x on {target}"
+        where = {"meta": "module and x on the meta device (shapes but no data, so a CPU tensor stands out)",
+                 "fake-cuda": "module and x on a fake CUDA device (FakeTensorMode: a device and shapes, no data)"
+                 }.get(target, f"module and x on {target}")
         if strays:
-            fail(f"{call_text(args)}, then forward(x of shape {tuple(x.shape)}) with {where}: in "
-                 f"forward, {'; '.join(strays[:3])}\n  on a GPU this is a cross-device error, or a silent copy every step\n"
+            fail(f"{call_text(args)}, then forward(x of shape {tuple(x.shape)}) with {where}: in forward, "
+                 f"{'; '.join(strays[:3])}\n  on a GPU this is a cross-device error, or a silent copy every step\n"
                  "  likely cause: a tensor made inside forward without device=x.device (torch.arange, torch.tensor, "
                  "torch.zeros, ...), or a plain tensor attribute that .to() left on the CPU; make it on x.device, or "
                  "keep it in a buffer")
+        if "error" in seen and _stand_in_limit(StudentError(**seen["error"])):
+            continue  # forward read a value the stand-in device does not have: no_host_sync judges that; no stray so far
         _get(seen, "out")  # the student's error on that device, if forward raised without a stray tensor
+
+
+def _stand_in_limit(error: StudentError) -> bool:
+    """The error is the stand-in device's (meta and fake tensors hold no values to read), not the answer's."""
+    text = error.exception_message
+    return ("cannot be called on meta tensors" in text or "Cannot copy out of meta tensor" in text
+            or "data-dependent" in text.lower() or (error.exception_type or "").startswith(("DataDependent",
+                                                                                             "DynamicOutputShape")))
 
 
 @POSITIONAL_ENCODING.check(points=1)
