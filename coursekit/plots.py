@@ -61,9 +61,11 @@ def show_layouts(tensors: Sequence[tuple[torch.Tensor, str]], storage_label: str
 
 
 def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", ylabel: str = "loss",
-                title: str | None = None, logx: bool = False, logy: bool = False, marks: dict[str, float] | None = None):
-    """Several named curves on one axis (loss curves, timings); ``marks`` draws labelled vertical lines."""
-    fig, ax = plt.subplots()
+                title: str | None = None, logx: bool = False, logy: bool = False, marks: dict[str, float] | None = None,
+                legend_outside: bool = False):
+    """Several named curves on one axis (loss curves, timings); ``marks`` draws labelled vertical lines;
+    ``legend_outside`` puts the legend to the right of the axes, where it cannot cover a curve."""
+    fig, ax = plt.subplots(figsize=(8.5, 3.6) if legend_outside else None)
     for name, values in curves.items():
         ax.plot(list(values), label=name) if not isinstance(values, tuple) else ax.plot(*values, label=name)
     for name, x in (marks or {}).items():
@@ -75,7 +77,10 @@ def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", yla
     if xs and not logx and all(float(x).is_integer() for x in xs):
         ax.set_xticks(sorted(set(xs)))  # counts (workers, epochs): no fractional ticks
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
-    ax.legend()
+    if legend_outside:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    else:
+        ax.legend()
     fig.tight_layout()
     plt.show()
 
@@ -87,6 +92,7 @@ def plot_bars(values: dict[str, float], *, ylabel: str, title: str | None = None
     for bar, value in zip(bars, values.values()):
         ax.annotate(fmt.format(value), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
                     va="bottom", fontsize=8)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.08)  # room for the value written on the tallest bar
     ax.set(ylabel=ylabel, title=title)
     fig.tight_layout()
     plt.show()
@@ -134,5 +140,62 @@ def show_image_grid(images: "torch.Tensor", labels: Sequence[str] | None = None,
             ax.set_title(str(labels[k]), fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_phases(phases: Sequence[str], series: dict[str, Sequence[float]], *, ylabel: str, title: str | None = None,
+                levels: dict[str, float] | None = None):
+    """Values measured at named moments (the phases of a training step), one line per series.
+
+    The phase names label the x axis, slanted so that long names never overlap; ``levels`` draws labelled
+    dashed horizontal lines (e.g. a prediction to compare the measurements with).
+    """
+    fig, ax = plt.subplots(figsize=(8.5, 4.2))
+    xs = list(range(len(phases)))
+    markers = "osd^v<>"
+    for k, (name, values) in enumerate(series.items()):
+        ax.plot(xs, list(values), marker=markers[k % len(markers)], markersize=4, label=name)
+    for k, (name, y) in enumerate((levels or {}).items()):
+        colour = plt.get_cmap("tab10")(k + len(series))
+        ax.axhline(y, linestyle="--", linewidth=1, color=colour, label=name)
+    ax.set_xticks(xs, list(phases), rotation=35, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_stacked_bars(groups: Sequence[str], parts: dict[str, Sequence[float]], *, ylabel: str, xlabel: str = "",
+                      title: str | None = None, fmt: str = "{:.0f}"):
+    """One bar per group, stacked from named parts (e.g. what makes up the memory of a training step);
+    each bar's total is written on top of it."""
+    fig, ax = plt.subplots()
+    xs = list(range(len(groups)))
+    bottoms = [0.0] * len(groups)
+    for name, values in parts.items():
+        values = [float(v) for v in values]
+        ax.bar(xs, values, bottom=bottoms, label=name)
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    for x, total in zip(xs, bottoms):
+        ax.annotate(fmt.format(total), (x, total), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(xs, [str(g) for g in groups])
+    ax.set_ylim(top=1.12 * max(bottoms, default=1.0))
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_heatmap(matrix: "torch.Tensor", *, xlabel: str, ylabel: str, title: str | None = None,
+                 colorbar: str = "value"):
+    """A 2-D tensor as an image (rows down the y axis), with a colour bar."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    image = ax.imshow(matrix.detach().float().cpu().numpy(), aspect="auto", cmap="RdBu_r", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label=colorbar)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     fig.tight_layout()
     plt.show()
