@@ -30,8 +30,11 @@ def elsewhere(tmp_path):
 def test_list(elsewhere):
     result = run("list", cwd=elsewhere)
     assert result.returncode == 0
-    for line in ("contiguous_strides  01_tensors  contiguous_strides", "sliding_window      01_tensors  sliding_window"):
-        assert line in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines()]  # columns padded to the longest id
+    assert rows[0] == ["exercise", "chapter", "names"]
+    for row in (["contiguous_strides", "01_tensors", "contiguous_strides"], ["sliding_window", "01_tensors", "sliding_window"],
+                ["positional_encoding", "05_devices", "PositionalEncoding"]):
+        assert row in rows
 
 
 def test_check_passes_with_exit_0(elsewhere):
