@@ -1,9 +1,9 @@
 """The instructor's round trip through nbgrader, for every chapter, in a temporary course directory.
 
-generate_assignment → four submissions → autograde → generate_feedback, with the repository's own
+generate_assignment → three submissions (four in chapter 01) → autograde → generate_feedback, with the repository's own
 nbgrader_config.py. The submissions:
 
-- ``instructor``: the source notebook itself (solutions in place), every cell of it — full marks;
+- ``instructor``: the source notebook (solutions in place), its graded part — full marks;
 - ``untouched``: the student release as handed out (its graded part, see below) — 0, without crashing;
 - ``noisy_partial``: the release with only the first exercise answered, correctly, by an answer that also
   prints to stderr and raises warnings while it is checked — exactly that exercise's points (partial work
@@ -11,15 +11,14 @@ nbgrader_config.py. The submissions:
 - ``wrong`` (chapter 01): a sliding_window that copies instead of returning a view, nothing else
   written — its feedback and ``nbgrader validate`` say why, and that the rest is not written yet.
 
-Only the ``instructor`` submission executes the chapter's demonstrations: it proves that a whole chapter
-autogrades, within nbgrader's time limit, to full marks. The other submissions keep the opening cell,
-every markdown cell and every nbgrader cell (answers, graded tests, read-only text) and drop the
-demonstration code cells in between, which cannot change a score (graded cells call the graders on the
-answers only) and which nbval already executes, under spawn. Why: every notebook autograded costs a
-kernel, the torch import and a judge process (about 10 s here), the whole chapter far more; with 8
-chapters that would take `make test` past its 10 minutes (issue 9). For the same reason partial work and
-noise share one submission: the first exercises of the chapters answer with a function (01, 04), an
-``autograd.Function`` (02) and an ``nn.Module`` (03), so every way of making noise is still covered.
+Every submission is the notebook's graded part: the opening cell, every markdown cell and every nbgrader
+cell (answers, graded tests, read-only text), without the demonstration code cells in between. Those cannot
+change a score (graded cells call the graders on the answers only), and nbval executes every one of them,
+under spawn, in every `make test`. Why: every notebook autograded costs a kernel, the torch import and a
+judge process (about 10 s here), and a whole chapter 5-15 s more; with 8 chapters that would take `make
+test` past its 10 minutes (issue 9). For the same reason partial work and noise share one submission: the
+first exercises of the chapters answer with a function (01, 04, 05), an ``autograd.Function`` (02) and an
+``nn.Module`` (03), so every way of making noise is still covered.
 
 Each chapter's tests are one class, so that `make test` (``--dist loadscope``) runs a chapter's round trip
 once, on one worker, while other chapters' round trips and other test files run on the other workers.
@@ -154,7 +153,7 @@ def _round_trip(chapter: str, course: Path) -> dict:
         if cell.metadata["nbgrader"]["grade_id"] == first_id:
             cell.source = _with_noise(answers[first_id])
 
-    submissions = {"instructor": source, "untouched": graded_release, "noisy_partial": noisy_partial}
+    submissions = {"instructor": _graded_part(source), "untouched": graded_release, "noisy_partial": noisy_partial}
     if chapter == "01_tensors":
         submissions["wrong"] = _wrong_sliding_window(graded_release)
     for student, nb in submissions.items():
