@@ -500,7 +500,7 @@ def first_batch_with_spawn(dataset):
             os.close(kernel_stderr)
         worker_stderr.seek(0)
         worker_said = worker_stderr.read().strip().splitlines()
-    if worker_said:
+    if worker_said and loader_said:  # a worker that loaded fine may still print a C++ line as it is torn down
         print("   the worker's last words:", worker_said[-1])
     print("   the loader:", loader_said or f"first batch {batch}")
 
