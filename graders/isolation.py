@@ -505,6 +505,18 @@ class _NoReferenceAnswers:
         return None
 
 
+def _no_reading_reference_answers(event: str, args: tuple) -> None:
+    """An audit hook: the reference answers' files cannot even be opened (to exec a copy of their text)."""
+    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        try:
+            path = os.path.realpath(os.fsdecode(args[0]))
+        except (TypeError, ValueError):
+            return
+        if path == _SOLUTIONS_DIR or path.startswith(_SOLUTIONS_DIR + os.sep):
+            raise PermissionError("answers must be your own code: the course's reference solutions cannot be "
+                                  "read while your answer is graded")
+
+
 def _reference_used(namespace: dict[str, Any]) -> bool:
     """An answer that came from the reference package however it was loaded (a copy of its file too)."""
     if any(m == "solutions" or m.startswith("solutions.") for m in list(sys.modules)):
@@ -639,6 +651,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
         for name in [m for m in sys.modules if m == "solutions" or m.startswith("solutions.")]:
             del sys.modules[name]
         sys.meta_path.insert(0, _NoReferenceAnswers())
+        sys.addaudithook(_no_reading_reference_answers)  # a hook that code under grading cannot remove
     notes: list[str] = []
     _limit_memory(setup["memory_mb"], setup["device"])
     _send(conn, "started", wire.encode(None), notes)

@@ -82,6 +82,8 @@ def _other_error(kind: str, b: int) -> BaseException:
         return ValueError(f"batch size {b} is not a multiple of the number of devices")
     if kind == "memory":
         return MemoryError(f"host memory exhausted while collating batch size {b}")
+    if kind == "oom_text":  # says "out of memory", but is not torch.OutOfMemoryError: not the signal to shrink
+        return RuntimeError(f"CUDA error: out of memory (a cuBLAS handle could not be created at batch size {b})")
     return KeyError(f"missing column for batch size {b}")
 
 
@@ -236,7 +238,9 @@ def call_bound(start: int, limit: int) -> int:
 
 
 def _search(student: Submission, runs: list[Run]) -> list[dict[str, Any]]:
-    seen = student.scenario(search_scenario, [(r.threshold, r.kwargs, r.other, r.cuda) for r in runs])
+    # One request per search, so that the time limit applies to each search (an answer that calls
+    # gc.collect() after every out-of-memory error is slower, not wrong).
+    seen = [student.scenario(search_scenario, [(r.threshold, r.kwargs, r.other, r.cuda)])[0] for r in runs]
     names = {code: kind for kind, code in EVENT_CODES.items()}
     for run, record in zip(runs, seen):
         if "error" in record:
@@ -384,9 +388,13 @@ def call_budget(student: Submission, device: torch.device) -> None:
         start, limit = run.bounds
         repeated = sorted({c for c in calls if calls.count(c) > 1}, key=str)
         if repeated:
+            first_failure = next((i for i, c in enumerate(calls) if isinstance(c, int) and c > run.threshold), len(calls))
+            cause = ("bisecting the closed interval [lo, hi] re-tries its ends; lo is known to fit and hi known not to"
+                     if any(calls.index(c, calls.index(c) + 1) > first_failure for c in repeated) else
+                     "a size that fit is tried again: once limit fits, return it (when start == limit, start is limit)")
             fail(f"{run.text()}\n  try_batch was called more than once with the size(s) {repeated[:5]} (sizes tried: "
                  f"{_short(calls)}); each size costs a whole training step, so never try one twice\n  likely cause: "
-                 "bisecting the closed interval [lo, hi] re-tries its ends; lo is known to fit and hi known not to")
+                 f"{cause}")
         bound = call_bound(start, limit)
         if len(calls) > bound:
             fail(f"{run.text()}\n  try_batch was called {len(calls)} times; at most {bound} are needed "
@@ -396,7 +404,8 @@ def call_budget(student: Submission, device: torch.device) -> None:
 @FIND_MAX_BATCH_SIZE.check(points=1)
 def propagates_other_errors(student: Submission, device: torch.device) -> None:
     """Any exception from try_batch other than torch.OutOfMemoryError propagates unchanged."""
-    runs = [Run(1000, other=(64, "runtime")), Run(100, other=(96, "runtime")), Run(1000, other=(1, "value")), Run(50, start=3, limit=90, other=(48, "memory")),
+    runs = [Run(1000, other=(64, "runtime")), Run(100, other=(96, "runtime")), Run(1000, other=(1, "value")),
+            Run(1000, other=(512, "oom_text")), Run(50, start=3, limit=90, other=(48, "memory")),
             Run(300, other=(384, "key")), Run(5000, other=(4096, "runtime"))]
     for run, record in zip(runs, _search(student, runs)):
         wanted = type(_other_error(run.other[1], 0)).__name__
@@ -410,7 +419,9 @@ def propagates_other_errors(student: Submission, device: torch.device) -> None:
                  "was swallowed; only torch.OutOfMemoryError means 'too large', anything else must propagate\n  likely "
                  "cause: an except clause that catches more than torch.OutOfMemoryError (except RuntimeError, except "
                  "Exception, a bare except" + (", or MemoryError: that is the host's out-of-memory error, not the "
-                                               "GPU's" if wanted == "MemoryError" else "") + ")")
+                                               "GPU's" if wanted == "MemoryError" else "") +
+                 (", or a test of the message: this RuntimeError says 'out of memory' but is not "
+                  "torch.OutOfMemoryError" if run.other[1] == "oom_text" else "") + ")")
         if not record["same_object"]:
             error = StudentError(**record["raised"])
             fail(f"{run.text()}\n  try_batch({run.other[0]}) raised {wanted}, and find_max_batch_size let out "
@@ -430,6 +441,13 @@ def releases_the_error(student: Submission, device: torch.device) -> None:
     for run, record in zip(runs, _search(student, runs)):
         _require_search(record, run, "whether the errors are released")
         _check_release(run, record)
+    # Even when start itself does not fit: the error is released and the cache emptied before the RuntimeError.
+    run = Run(3, start=4, limit=64, cuda=True)
+    (record,) = _search(student, [run])
+    if "returned" in record or not StudentError(**record["raised"]).is_instance(RuntimeError):
+        fail(f"{run.text()}\n  did not raise RuntimeError: whether the error is released when even start does not "
+             "fit can only be judged once it raises RuntimeError")
+    _check_release(run, record)
 
 
 def _check_release(run: Run, record: dict[str, Any]) -> None:
@@ -463,10 +481,11 @@ def _check_release(run: Run, record: dict[str, Any]) -> None:
         end = calls_between[0] if calls_between else until
         if not any(at < i < end for i in empties):
             failed = events[at][1]
+            then = "the next step" if calls_between else "find_max_batch_size returned or raised"
             fail(f"{run.text()}\n  after try_batch({failed}) ran out of memory, torch.cuda.empty_cache() was not "
-                 "called before the next step; with CUDA available the spec calls it after each out-of-memory "
-                 "error, once the except block is left\n  likely cause: "
-                 + ("empty_cache is never called" if not empties else
+                 f"called before {then}; with CUDA available the spec calls it after each out-of-memory error, "
+                 "once the except block is left\n  likely cause: "
+                 + ("empty_cache is never called here" if not empties else
                     "empty_cache is called only in some branches (or only once, at the end)"))
 
 

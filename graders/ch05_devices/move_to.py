@@ -35,6 +35,7 @@ from graders.student import Submission
 MOVE_TO = exercise("move_to", chapter="05_devices", names=["move_to"])
 
 MAX_NODES = 2000  # a student's result is described up to this many nodes (the inputs have < 100)
+TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)  # what Tensor.to returns for the inputs here
 
 
 # ==================================================================================================
@@ -134,7 +135,7 @@ def _containers() -> Any:
     grouped["b"].append(_t(2))
     grouped["a"].append(_t(1, dtype=torch.int32))
     tagged = TaggedDict(w=_t(2), v=(_t(1),))
-    return {"ordered": ordered, "grouped": grouped, "tagged": tagged, 10: _t(1), (1, "k"): [_t(1)],
+    return {"ordered": ordered, "grouped": grouped, "tagged": tagged, 10: _t(1), (1, "k"): [_t(1)], _t(1): "tensor key",
             "tuple": (_t(2),), "list": [_t(2), ()], "empty": {}, "pair": Pair(_t(1), _t(2), "kept"),
             "frozen": FrozenSample(features=_t(2), mask=None)}
 
@@ -179,7 +180,8 @@ def _mixed_devices(device: str) -> Any:
     there = _t(3, device=device)
     return {"there": there, "cpu": _t(2), "again": there, "list": [_t(2, device=device), _t(1)],
             "pair": Batch(_t(1, device=device), _t(1, dtype=torch.int64)),
-            "sample": Sample(image=_t(2, device=device), label=_t(1)), "grad": _t(2, device=device).requires_grad_()}
+            "sample": Sample(image=_t(2, device=device), label=_t(1)), "grad": _t(2, device=device).requires_grad_(),
+            "parameter": torch.nn.Parameter(_t(3, device=device))}
 
 
 def _already_there(device: str) -> Any:
@@ -203,7 +205,8 @@ SHOWN = {
                   "(a dataclass), FrozenSample(features, mask=Pair(...)) (a frozen dataclass holding a named tuple)]",
     "containers": "{'ordered': OrderedDict(zeta, alpha, mid), 'grouped': defaultdict(list) with keys b, a, "
                   "'tagged': a dict subclass, 10: tensor, (1, 'k'): [tensor], 'tuple': (tensor,), 'list': [tensor, ()], "
-                  "'empty': {}, 'pair': Pair(tensor, tensor, 'kept') (a named tuple), 'frozen': FrozenSample(...)}",
+                  "'empty': {}, 'pair': Pair(tensor, tensor, 'kept') (a named tuple), 'frozen': FrozenSample(...), "
+                  "a tensor used as a key: 'tensor key'}",
     "top_level_ordered": "OrderedDict([('second', tensor), ('first', Batch(tensor, [tensor]))])",
     "top_level_defaultdict": "defaultdict(lambda: 'fallback') with keys 'q' (a tensor) and 'p' ({'inner': tensor})",
     "top_level_named_tuple": "Batch(inputs={'ids': int64 tensor}, targets=tensor) (a named tuple)",
@@ -216,7 +219,7 @@ SHOWN = {
     "other_objects_in_tuple": "(tensor, a NumPy array, an object holding a tensor, 'str', None, a list subclass)",
     "mixed_devices": "{'there': tensor t already on {device}, 'cpu': tensor on cpu, 'again': t, "
                      "'list': [tensor on {device}, tensor on cpu], 'pair': Batch(...), 'sample': Sample(...), "
-                     "'grad': tensor on {device} with requires_grad=True}",
+                     "'grad': tensor on {device} with requires_grad=True, 'parameter': an nn.Parameter on {device}}",
     "already_there": "{'a': tensor, 'b': [tensor, (int64 tensor,)]}, every tensor already on {device}",
 }
 
@@ -292,11 +295,15 @@ def describe(value: Any, paths: dict[int, str], *, with_values: bool = True) -> 
             node["kind"] = "cut"
             return node
         if isinstance(item, torch.Tensor):
-            node.update(kind="tensor", device=str(item.device), dtype=str(item.dtype).removeprefix("torch."),
-                        shape=list(item.shape), requires_grad=bool(item.requires_grad),
-                        version=int(item._version))
-            if with_values and item.device.type != "meta":
-                node["values"] = item.detach().to("cpu", copy=True)
+            # Read through torch's own descriptors, so that a Tensor subclass cannot claim another device.
+            base = torch._C.TensorBase
+            device = base.device.__get__(item)
+            node.update(kind="tensor", device=str(device), dtype=str(base.dtype.__get__(item)).removeprefix("torch."),
+                        shape=list(base.shape.__get__(item)), requires_grad=bool(base.requires_grad.__get__(item)),
+                        version=int(base._version.__get__(item)), subclass=type(item) not in TENSOR_TYPES)
+            if with_values and device.type != "meta":
+                with torch._C.DisableTorchFunction():
+                    node["values"] = torch.Tensor.detach(item).to("cpu", copy=True)
         elif isinstance(item, dict):
             node.update(kind="dict", keys=[repr(k) for k in item.keys()],
                         items=[walk(v, depth + 1) for v in list(item.values())])
@@ -446,6 +453,32 @@ def _find(got: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
     return node
 
 
+def _closing_bracket(path: str, i: int) -> int:
+    """The "]" closing the "[" at ``i``: the first one after which the key reads back as a Python literal; for a
+    key whose repr is no literal (a tensor), the first at which the brackets outside quotes balance."""
+    ends = [j for j, c in enumerate(path) if c == "]" and j > i]
+    for j in ends:
+        try:
+            ast.literal_eval(path[i + 1:j])
+            return j
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    depth, quote = 0, None
+    for j in range(i, len(path)):
+        c = path[j]
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+            if depth == 0 and c == "]":
+                return j
+    raise ValueError(f"unbalanced path {path!r}")
+
+
 def _steps(path: str) -> list[tuple[str, Any]]:
     """``obj['a'][0].image`` -> [("key", "'a'"), ("index", 0), ("field", "image")]."""
     steps, i = [], 3  # after "obj"
@@ -457,14 +490,8 @@ def _steps(path: str) -> list[tuple[str, Any]]:
             steps.append(("field", path[i + 1:j]))
             i = j
         else:  # "[...]": an index, or a repr'd key, which may itself hold brackets and quotes
-            j = path.index("]", i)
-            while True:
-                inner = path[i + 1:j]
-                try:
-                    ast.literal_eval(inner)
-                    break
-                except (ValueError, SyntaxError):
-                    j = path.index("]", j + 1)
+            j = _closing_bracket(path, i)
+            inner = path[i + 1:j]
             steps.append(("index", int(inner)) if inner.isdigit() else ("key", inner))
             i = j + 1
     return steps
@@ -520,7 +547,10 @@ def tensor_problems(observed: Observed) -> list[tuple[str, str]]:
             what = "is missing from the result" if got is None else f"is a {got['type']}, not a tensor"
             problems.append((path, f"the tensor at {path} {what}"))
             continue
-        if got["device"] != want["device"]:
+        if got.get("subclass"):
+            problems.append((path, f"the tensor at {path} came back as a {got['type']}, a subclass of Tensor that the "
+                                   "input was not; return what t.to(device) returns"))
+        elif got["device"] != want["device"]:
             problems.append((path, f"the tensor at {path} is on {got['device']}, not on {want['device']}"))
         elif got["dtype"] != want["dtype"]:
             problems.append((path, f"the tensor at {path} changed dtype: {want['dtype']} became {got['dtype']}"))
@@ -683,6 +713,9 @@ def _container_problem(observed: Observed) -> str | None:
             return (f"the defaultdict at {path} came back with default_factory {got.get('factory')}, not the input's "
                     f"own factory\n  likely cause: a new defaultdict needs the input's default_factory "
                     "(type(obj)(obj.default_factory) or copy.copy(obj)); without it missing keys raise KeyError")
+        if got.get("same") == path and any(n["same"] is None for _, n in _leaves(want) if n["kind"] == "tensor"):
+            return (f"{_describe_kind(want)} at {path} came back as the input's own object (changed in place?); a "
+                    "container holding a tensor that moves must be a new one, the input left as it was")
         before = _find(observed.seen["before"], path)
         if want["kind"] == "dataclass" and before is not None and before.get("serial") is not None and \
                 got.get("serial") == before["serial"]:

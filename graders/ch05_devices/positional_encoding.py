@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_leaves
 
 from graders.compare import difference, dtype_name, one_torch_thread, show
 from graders.isolation import RunnerStudent, StudentRaised
-from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise
 from graders.student import Submission, expect_error
 
@@ -144,6 +144,9 @@ def _output(value: Any) -> Any:
 def _forwards(steps: _Steps, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
     module = steps.build(args)
     steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
+    table = module.__dict__.get("_buffers", {}).get("pe")
+    if isinstance(table, torch.Tensor):  # the module's own table, to judge forward exactly against it
+        steps.seen["pe"] = table.detach().to("cpu", copy=True)
     for i, x in enumerate(inputs):
         x = x.to(device)
         before = x.detach().clone()
@@ -391,7 +394,8 @@ def _forward_cause(x: torch.Tensor, got: torch.Tensor, dim: int, max_len: int, a
     return None
 
 
-def _check_output(out: dict[str, Any], x: torch.Tensor, label: str, dim: int, max_len: int, device: torch.device) -> None:
+def _check_output(out: dict[str, Any], x: torch.Tensor, label: str, dim: int, max_len: int, device: torch.device,
+                  own_pe: torch.Tensor | None = None) -> None:
     given = f"{label}, then forward({x_text(x)})"
     if "other" in out:
         fail(f"{given} returned a {out['other']}; forward must return the tensor x + pe[:seq]")
@@ -415,6 +419,15 @@ def _check_output(out: dict[str, Any], x: torch.Tensor, label: str, dim: int, ma
         fail_mismatch("forward(x) is not x + pe[:seq]", given=given, expected=show(right.to(x.dtype)), got=show(got),
                       where=difference(got, right, rtol=rtol, atol=atol),
                       cause=_forward_cause(x, got, dim, max_len, atol, rtol))
+    # Exactly x + pe[:seq].to(x.dtype) with the module's own table (on the CPU, where the judge's arithmetic is
+    # the student's): adding in another dtype and casting back differs in the last place.
+    if own_pe is not None and device.type == "cpu" and list(own_pe.shape) == [max_len, dim]:
+        exact = x + own_pe[: x.shape[1]].to(x.dtype)
+        if not torch.equal(got, exact):
+            fail_mismatch("forward(x) is not exactly x + pe[:seq].to(x.dtype)", given=given, expected=show(exact),
+                          got=show(got), where=difference(got, exact),
+                          cause="the sum was computed in another dtype and cast back (x.float() + pe, then "
+                                ".to(x.dtype)?): the spec adds in x's dtype, x + pe[:seq].to(x.dtype)")
 
 
 @POSITIONAL_ENCODING.check(points=2)
@@ -427,7 +440,7 @@ def forward_adds_encoding(student: Submission, device: torch.device) -> None:
     label = call_text((dim, max_len))
     seen = _seen(student, forwards_scenario, (dim, max_len), inputs, str(device))
     for i, x in enumerate(inputs):
-        _check_output(_get(seen, f"{i}.out"), x, label, dim, max_len, device)
+        _check_output(_get(seen, f"{i}.out"), x, label, dim, max_len, device, seen.get("pe"))
         if _get(seen, f"{i}.x_changed"):
             fail(f"{label}, then forward({x_text(x)}) changed x itself; forward must return a new tensor\n  likely cause: "
                  "an in-place add (x += ..., x.add_(...)) on the caller's input")
@@ -471,11 +484,15 @@ def buffer_not_parameter(student: Submission, device: torch.device) -> None:
             fail(f"after {label}.to({str(device)!r}), pe is on {moved['pe_device']}; a buffer follows .to(device)")
 
 
-def _require_correct_forward(student: Submission, label_args: tuple, x: torch.Tensor) -> None:
+def _require_correct_forward(student: Submission, label_args: tuple, x: torch.Tensor, judged: str) -> None:
     """Judging what forward does *not* do starts with making sure it does what it must (on the CPU)."""
     dim, max_len = label_args
     seen = _seen(student, forwards_scenario, label_args, [x], "cpu")
-    _check_output(_get(seen, "0.out"), x, call_text(label_args), dim, max_len, torch.device("cpu"))
+    try:
+        _check_output(_get(seen, "0.out"), x, call_text(label_args), dim, max_len, torch.device("cpu"))
+    except CheckFailed as exc:
+        first, *rest = str(exc).splitlines()
+        fail("\n".join([f"{judged} can only be judged once forward returns x + pe[:seq]; here: {first}", *rest]))
 
 
 @POSITIONAL_ENCODING.check(points=1)
@@ -483,7 +500,8 @@ def stays_on_device(student: Submission, device: torch.device) -> None:
     """forward makes and uses no tensor on another device than x's (0-dim CPU tensors included)."""
     args = (10, 64)
     x = torch.randn(3, 17, 10)
-    _require_correct_forward(student, args, x)  # a forward that does nothing makes no stray tensor either
+    # A forward that does nothing makes no stray tensor either: it must first do what it must.
+    _require_correct_forward(student, args, x, "What forward creates")
     # meta and a faked CUDA device exist everywhere; a real GPU is watched too when there is one.
     targets = ["meta", "fake-cuda"] + ([str(device)] if device.type == "cuda" else [])
     for target in targets:
@@ -516,7 +534,7 @@ def no_host_sync(student: Submission, device: torch.device) -> None:
     """forward never waits for the device: no .item(), .tolist(), .cpu(), .numpy(), printing, bool/int/float."""
     args = (12, 100)
     inputs = [torch.randn(2, 9, 12), torch.randn(1, 100, 12, dtype=torch.float64)]
-    _require_correct_forward(student, args, inputs[0])
+    _require_correct_forward(student, args, inputs[0], "Whether forward synchronises")
     seen = _seen(student, watch_syncs_scenario, args, inputs, str(device))
     syncs = seen.get("syncs", [])
     if syncs:

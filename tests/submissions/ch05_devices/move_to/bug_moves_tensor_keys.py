@@ -1,0 +1,30 @@
+"""BUG: tensor dict keys are moved as well (keys must be the same)"""
+EXPECT_FAIL = {"keeps_container_types": "came back with the keys"}
+
+import dataclasses
+from collections import defaultdict
+import torch
+
+
+def move_to(obj, device, *, non_blocking=False):
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device, non_blocking=non_blocking)  #TENSOR
+    if isinstance(obj, dict):  #DICT
+        if isinstance(obj, defaultdict):
+            out = type(obj)(obj.default_factory)  #DD
+        else:
+            out = type(obj)()  #OD
+        for k, v in obj.items():  #ITEMS
+            out[move_to(k, device, non_blocking=non_blocking)] = move_to(v, device, non_blocking=non_blocking)  #SETITEM
+        return out
+    if type(obj) is list:  #LIST
+        return [move_to(v, device, non_blocking=non_blocking) for v in obj]
+    if type(obj) is tuple:  #TUPLE
+        return tuple(move_to(v, device, non_blocking=non_blocking) for v in obj)
+    if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):  #NT
+        return type(obj)(*(move_to(v, device, non_blocking=non_blocking) for v in obj))  #NTBUILD
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  #DC
+        fs = dataclasses.fields(obj)
+        if all(f.init for f in fs):  #INIT
+            return dataclasses.replace(obj, **{f.name: move_to(getattr(obj, f.name), device, non_blocking=non_blocking) for f in fs})  #REPLACE
+    return obj
