@@ -9,8 +9,11 @@ student's code prints: it runs in another process whose output is captured.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
 import sys
+from pathlib import Path
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,12 +40,33 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _plainly_misused(args: argparse.Namespace) -> str | None:
+    """What is wrong with a ``check`` command that can be told without importing torch (so that a misused
+    command answers at once instead of first starting the process that grades)."""
+    if args.timeout is not None and args.timeout <= 0:
+        return "--timeout must be a positive number of seconds"
+    if args.memory_limit is not None and args.memory_limit < 0:
+        return "--memory-limit must be 0 (no cap) or a positive number of MiB"
+    if not os.access(args.path, os.R_OK) or os.path.isdir(args.path):
+        return None  # check_file says why, in its own words
+    # Each exercise lives in graders/chNN_<slug>/<id>.py (tests/test_structure.py): an unknown id has no file.
+    root = Path(__file__).resolve().parent
+    if not any(root.glob(f"ch[0-9][0-9]_*/{glob.escape(args.exercise_id)}.py")) or args.exercise_id.startswith("_"):
+        return None  # check_file lists the known ids
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from graders.isolation import warm_up
 
     if args.command == "check":
-        warm_up()  # the forkserver imports torch while this process does the same
+        misused = _plainly_misused(args)
+        if misused:
+            print(f"error: {misused}", file=sys.stderr)
+            return EXIT_USAGE
+        if misused == "":
+            warm_up()  # the forkserver imports torch while this process does the same
     from graders import check_file, exercises
     from graders.outcomes import UsageError
 
@@ -53,12 +77,6 @@ def main(argv: list[str] | None = None) -> int:
         for exercise_id, chapter, names in rows:
             print(f"{exercise_id.ljust(width)}  {chapter.ljust(10)}  {names}")
         return EXIT_PASSED
-    if args.timeout is not None and args.timeout <= 0:
-        print("error: --timeout must be a positive number of seconds", file=sys.stderr)
-        return EXIT_USAGE
-    if args.memory_limit is not None and args.memory_limit < 0:
-        print("error: --memory-limit must be 0 (no cap) or a positive number of MiB", file=sys.stderr)
-        return EXIT_USAGE
     try:
         report = check_file(args.exercise_id, args.path, device=args.device, timeout=args.timeout,
                             instructor=args.instructor, memory_mb=args.memory_limit)

@@ -1,10 +1,12 @@
 """The instructor's round trip through nbgrader, for every chapter, in a temporary course directory.
 
-generate_assignment → three submissions (four in chapter 01) → autograde → generate_feedback, with the repository's own
+generate_assignment → two submissions (four in chapter 01) → autograde → generate_feedback, with the repository's own
 nbgrader_config.py. The submissions:
 
 - ``instructor``: the source notebook (solutions in place), its graded part — full marks;
-- ``untouched``: the student release as handed out (its graded part, see below) — 0, without crashing;
+- ``untouched`` (chapter 01): the student release as handed out (its graded part, see below) — 0, without
+  crashing (in the other chapters every exercise but the first is untouched in ``noisy_partial``, and
+  tests/test_notebooks.py runs every chapter's released answer cells against the graders: 0 points);
 - ``noisy_partial``: the release with only the first exercise answered, correctly, by an answer that also
   prints to stderr and raises warnings while it is checked — exactly that exercise's points (partial work
   earns partial points; noise costs nothing and is reported on stdout, never on stderr);
@@ -42,6 +44,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(p.name for p in (ROOT / "course").iterdir() if p.is_dir() and re.match(r"\d\d_", p.name))
 NBGRADER = [sys.executable, "-m", "nbgrader"]
+WITH_UNTOUCHED_AND_WRONG = "01_tensors"  # the chapter whose round trip also hands in the untouched and a wrong release
 
 pytestmark = pytest.mark.slow
 
@@ -153,8 +156,9 @@ def _round_trip(chapter: str, course: Path) -> dict:
         if cell.metadata["nbgrader"]["grade_id"] == first_id:
             cell.source = _with_noise(answers[first_id])
 
-    submissions = {"instructor": _graded_part(source), "untouched": graded_release, "noisy_partial": noisy_partial}
-    if chapter == "01_tensors":
+    submissions = {"instructor": _graded_part(source), "noisy_partial": noisy_partial}
+    if chapter == WITH_UNTOUCHED_AND_WRONG:
+        submissions["untouched"] = graded_release
         submissions["wrong"] = _wrong_sliding_window(graded_release)
     for student, nb in submissions.items():
         folder = course / "submitted" / student / chapter
@@ -231,9 +235,6 @@ class _ChapterRoundTrip:
         assert max_score == sum(round_trip["points"].values()) > 0
         assert score == max_score
 
-    def test_untouched_release_scores_zero(self, round_trip):
-        assert round_trip["scores"]["untouched"] == (0, round_trip["scores"]["instructor"][1])
-
     def test_partial_noisy_work_earns_its_points(self, round_trip):
         """Only the first exercise answered, correctly but noisily: exactly its points, noise reported on stdout."""
         score, max_score = round_trip["scores"]["noisy_partial"]
@@ -257,7 +258,7 @@ class _ChapterRoundTrip:
             if found:
                 hidden_code += [line.strip() for line in found.group(1).splitlines() if line.strip()]
         assert hidden_code, "every chapter has hidden tests"
-        for student in ("instructor", "untouched", "noisy_partial"):
+        for student in round_trip["scores"]:
             html = (round_trip["course"] / "feedback" / student / chapter / f"{chapter}.html").read_text()
             assert "BEGIN HIDDEN TESTS" not in html
             for line in hidden_code:
@@ -266,9 +267,13 @@ class _ChapterRoundTrip:
                 assert words not in re.sub(r"<[^>]+>|&[#\w]+;|[^\w]+", " ", html), f"feedback shows hidden code: {line}"
 
 
-class _WrongAnswerTests:
-    """Chapter 01's round trip also hands in a wrong sliding_window: what nbgrader's Validate and the feedback
-    page say about it (in the chapter's own class, so that its round trip still runs once)."""
+class _UntouchedAndWrongTests:
+    """Chapter 01's round trip also hands in the untouched release and a wrong sliding_window: what they score,
+    and what nbgrader's Validate and the feedback page say (in the chapter's own class, so that its round trip
+    still runs once)."""
+
+    def test_untouched_release_scores_zero(self, round_trip):
+        assert round_trip["scores"]["untouched"] == (0, round_trip["scores"]["instructor"][1])
 
     def test_a_wrong_answer_is_explained_by_validate(self, round_trip):
         """nbgrader's Validate shows only each failed cell's error: it must carry the diagnosis, not grader internals."""
@@ -290,5 +295,5 @@ class _WrongAnswerTests:
 
 for _chapter in CHAPTERS:
     _name = f"TestRoundTrip_{_chapter}"
-    _bases = (_ChapterRoundTrip, _WrongAnswerTests) if _chapter == "01_tensors" else (_ChapterRoundTrip,)
+    _bases = (_ChapterRoundTrip, _UntouchedAndWrongTests) if _chapter == WITH_UNTOUCHED_AND_WRONG else (_ChapterRoundTrip,)
     globals()[_name] = type(_name, _bases, {"chapter": _chapter, "__module__": __name__})

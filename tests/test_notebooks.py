@@ -142,3 +142,33 @@ def test_solution_cells_pass_every_check(chapter):
     for exercise in (e for e in graders.exercises() if e.chapter == chapter):
         report = graders.check_namespace(exercise.id, namespace, device="cpu", instructor=True)
         assert report.passed, report.as_text()
+
+
+def _released(source: str) -> str:
+    """An answer cell as the student edition hands it out: every solution region replaced by the code stub
+    (nbgrader's ClearSolutions, with nbgrader_config.py's stub), at the region's indentation."""
+    def stub(found: re.Match) -> str:
+        indent = found.group(1)
+        return f"{indent}# YOUR CODE HERE\n{indent}raise NotImplementedError()"
+
+    return re.sub(r"^([ \t]*)### BEGIN SOLUTION\n.*?^[ \t]*### END SOLUTION", stub, source, flags=re.S | re.M)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_released_answer_cells_score_zero(chapter):
+    """The student edition's answer cells, run as handed out, earn 0 points on every check and break no
+    grader (the nbgrader round trip proves this end to end for chapter 01; it is cheap to prove here for all)."""
+    namespace: dict = {}
+    exec("import torch\nfrom torch import nn", namespace)
+    for cell in _load(chapter).cells:
+        if _nbgrader(cell).get("solution"):
+            released = _released(cell.source)
+            assert "### BEGIN SOLUTION" not in released and "solutions" not in released, cell.id
+            try:
+                exec(released, namespace)
+            except NotImplementedError:  # a stub at the top level of a cell (a class answer) raises at once
+                pass
+    for exercise in (e for e in graders.exercises() if e.chapter == chapter):
+        report = graders.check_namespace(exercise.id, namespace, device="cpu")
+        assert report.score == 0 < report.max_score, report.as_text()
+        assert not report.grader_errors, report.as_text()
