@@ -415,21 +415,22 @@ def expected(obj: Any, target: Any, paths: dict[int, str]) -> dict[str, Any]:
     return walk(obj)
 
 
+def _children(node: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
+    """(path, node) of each direct child of a container node of an expected description."""
+    if node["kind"] == "dict":
+        return [(f"{path}[{key}]", item) for key, item in zip(node["keys"], node["items"])]
+    if node["kind"] == "sequence":
+        return [(f"{path}[{i}]", item) for i, item in enumerate(node["items"])]
+    if node["kind"] == "dataclass":
+        return [(f"{path}.{name}", item) for name, item in node["fields"].items()]
+    return []
+
+
 def _leaves(node: dict[str, Any], path: str = "obj") -> list[tuple[str, dict[str, Any]]]:
     """(path, node) for every tensor and every object returned as is, in the expected description."""
     if node["kind"] in ("tensor", "as_is"):
         return [(path, node)]
-    found = []
-    if node["kind"] == "dict":
-        for key, item in zip(node["keys"], node["items"]):
-            found += _leaves(item, f"{path}[{key}]")
-    elif node["kind"] == "sequence":
-        for i, item in enumerate(node["items"]):
-            found += _leaves(item, f"{path}[{i}]")
-    elif node["kind"] == "dataclass":
-        for name, item in node["fields"].items():
-            found += _leaves(item, f"{path}.{name}")
-    return found
+    return [found for child_path, child in _children(node, path) for found in _leaves(child, child_path)]
 
 
 def _find(got: dict[str, Any] | None, path: str) -> dict[str, Any] | None:
@@ -573,20 +574,15 @@ def _kind_of(node: dict[str, Any]) -> str:
     return "dict" if node["type"] == "dict" else node["type"]
 
 
-def _tensors_under(node: dict[str, Any], path: str = "obj", kinds: frozenset = frozenset()) -> list[tuple[str, frozenset]]:
+def _tensors_under(node: dict[str, Any], path: str = "obj",
+                   kinds: frozenset = frozenset()) -> list[tuple[str, frozenset]]:
     """(path, the kinds of every container above it) for each expected tensor."""
     if node["kind"] == "tensor":
         return [(path, kinds)]
     if node["kind"] == "as_is":
         return []
     inner = kinds | {_kind_of(node)}
-    if node["kind"] == "dict":
-        pairs = [(f"{path}[{k}]", item) for k, item in zip(node["keys"], node["items"])]
-    elif node["kind"] == "sequence":
-        pairs = [(f"{path}[{i}]", item) for i, item in enumerate(node["items"])]
-    else:
-        pairs = [(f"{path}.{name}", item) for name, item in node["fields"].items()]
-    return [found for child_path, item in pairs for found in _tensors_under(item, child_path, inner)]
+    return [found for child_path, item in _children(node, path) for found in _tensors_under(item, child_path, inner)]
 
 
 def _move_cause(observed: Observed, problems: list[tuple[str, str]]) -> str | None:
@@ -652,17 +648,8 @@ def moves_every_tensor(student: Submission, device: torch.device) -> None:
 def _container_nodes(node: dict[str, Any], path: str = "obj") -> list[tuple[str, dict[str, Any]]]:
     if node["kind"] in ("tensor", "as_is"):
         return []
-    found = [(path, node)]
-    if node["kind"] == "dict":
-        for key, item in zip(node["keys"], node["items"]):
-            found += _container_nodes(item, f"{path}[{key}]")
-    elif node["kind"] == "sequence":
-        for i, item in enumerate(node["items"]):
-            found += _container_nodes(item, f"{path}[{i}]")
-    else:
-        for name, item in node["fields"].items():
-            found += _container_nodes(item, f"{path}.{name}")
-    return found
+    return [(path, node)] + [found for child_path, child in _children(node, path)
+                             for found in _container_nodes(child, child_path)]
 
 
 def _describe_kind(node: dict[str, Any]) -> str:
