@@ -380,7 +380,7 @@ def probes_in_order(student: Submission, device: torch.device) -> None:
 
 @FIND_MAX_BATCH_SIZE.check(points=1)
 def call_budget(student: Submission, device: torch.device) -> None:
-    """try_batch is called at most ceil(log2(limit/start)) + ceil(log2(limit-start+1)) + 1 times, never twice on a size."""
+    """try_batch is called at most ceil(log2(limit/start)) + ceil(log2(limit-start+1)) + 1 times, no size twice."""
     runs = [r for r in _grid() if r.threshold >= r.bounds[0]]
     for run, record in zip(runs, _search(student, runs)):
         _require_search(record, run, "the number of calls")  # returning start at once makes no calls at all
@@ -502,7 +502,8 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
         if not error.is_instance(ValueError):
             cause = ("assert raises AssertionError; raise ValueError(...) instead"
                      if error.exception_type == "AssertionError" else f"the spec asks for ValueError when {why}")
-            fail(f"{run.text()}\n  must raise ValueError because {why}, but it {error.describe()}\n  likely cause: {cause}")
+            fail(f"{run.text()}\n  must raise ValueError because {why}, but it {error.describe()}\n"
+                 f"  likely cause: {cause}")
     too_big = [Run(3, start=4, limit=64), Run(0, start=1, limit=1), Run(0), Run(9, start=10, limit=10, cuda=True)]
     for run, record in zip(too_big, _search(student, too_big)):
         if "returned" in record:

@@ -107,7 +107,8 @@ def _t(*shape: int, dtype: torch.dtype = torch.float32, device: str = "cpu") -> 
     elif dtype == torch.bool:
         made = torch.rand(*shape) > 0.5
     else:
-        made = torch.randint(-2**40, 2**40, shape, dtype=dtype) if dtype == torch.int64 else torch.randint(0, 100, shape, dtype=dtype)
+        low, high = (-2**40, 2**40) if dtype == torch.int64 else (0, 100)  # int64 values past 32 bits
+        made = torch.randint(low, high, shape, dtype=dtype)
     return made.to(device)  # random values are made on the CPU, then moved: the same numbers on every device
 
 
@@ -199,7 +200,8 @@ RECIPES: dict[str, Callable[..., Any]] = {
 # What the student is shown of each input (the recipes are the grader's; this is the student's view).
 SHOWN = {
     "nested": "{'x': tensor(2, 3), 'pair': (int64 tensor(5), [t, {'deep': t}]) with t one tensor used twice, 'n': 3, "
-              "'views': [three views of one (4, 6) tensor], 'grad': leaf tensor with requires_grad=True, 'mask': bool tensor}",
+              "'views': [three views of one (4, 6) tensor], 'grad': leaf tensor with requires_grad=True, "
+              "'mask': bool tensor}",
     "bare_tensor": "a float64 tensor of shape (3, 2) (obj is the tensor itself)",
     "structured": "[Batch(inputs, targets) (a named tuple), Sample(image, label, extra={'crop': (tensor, 7)}) "
                   "(a dataclass), FrozenSample(features, mask=Pair(...)) (a frozen dataclass holding a named tuple)]",

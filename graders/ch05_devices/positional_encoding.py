@@ -405,12 +405,14 @@ def _check_output(out: dict[str, Any], x: torch.Tensor, label: str, dim: int, ma
                       cause="pe was not sliced to the sequence length, x.shape[1]" if out["shape"][-2:] == [max_len, dim]
                       else None)
     if torch.device(out["device"]).type != device.type:
-        fail(f"{given}: the result is on {out['device']}, x on {device}; it must be on x's device\n  likely cause: pe is a "
+        fail(f"{given}: the result is on {out['device']}, x on {device}; it must be on x's device\n  likely cause: "
+             "pe is a "
              "plain tensor attribute (which .to() leaves behind) or was made on the CPU in forward")
     if out["dtype"] != dtype_name(x.dtype):
         cause = (f"pe (float32) was added without .to(x.dtype): {dtype_name(x.dtype)} + float32 promotes to float32"
                  if out["dtype"] == "float32" else None)
-        fail_mismatch("forward changed the dtype", given=given, expected=dtype_name(x.dtype), got=out["dtype"], cause=cause)
+        fail_mismatch("forward changed the dtype", given=given, expected=dtype_name(x.dtype), got=out["dtype"],
+                      cause=cause)
     got = out["tensor"]
     right = _expected_sum(x, dim, max_len)
     rtol = DTYPE_RTOL[x.dtype]
@@ -436,13 +438,15 @@ def forward_adds_encoding(student: Submission, device: torch.device) -> None:
     dim, max_len = 6, 40
     inputs = (_inputs([(2, 5, dim), (3, max_len, dim), (1, 1, dim), (1, 7, dim), (4, 0, dim)])
               + _inputs([(2, 3, dim)], torch.float64) + _inputs([(3, 4, dim)], torch.float16)
-              + _inputs([(2, 9, dim)], torch.bfloat16) + [_non_contiguous(2, 11, dim), _non_contiguous(1, 3, dim, torch.float16)])
+              + _inputs([(2, 9, dim)], torch.bfloat16)
+              + [_non_contiguous(2, 11, dim), _non_contiguous(1, 3, dim, torch.float16)])
     label = call_text((dim, max_len))
     seen = _seen(student, forwards_scenario, (dim, max_len), inputs, str(device))
     for i, x in enumerate(inputs):
         _check_output(_get(seen, f"{i}.out"), x, label, dim, max_len, device, seen.get("pe"))
         if _get(seen, f"{i}.x_changed"):
-            fail(f"{label}, then forward({x_text(x)}) changed x itself; forward must return a new tensor\n  likely cause: "
+            fail(f"{label}, then forward({x_text(x)}) changed x itself; forward must return a new tensor\n"
+                 "  likely cause: "
                  "an in-place add (x += ..., x.add_(...)) on the caller's input")
 
 
@@ -539,7 +543,8 @@ def no_host_sync(student: Submission, device: torch.device) -> None:
     syncs = seen.get("syncs", [])
     if syncs:
         fail(f"{call_text(args)}, then forward(x of shape {tuple(inputs[0].shape)}): forward synchronises with the host "
-             f"through {', '.join(syncs[:4])}; on a GPU each one waits for every queued kernel to finish\n  likely cause: "
+             f"through {', '.join(syncs[:4])}; on a GPU each one waits for every queued kernel to finish\n"
+             "  likely cause: "
              "shape checks must use Python ints (x.shape[1], x.dim(), x.size(-1)), never a tensor's value; and no "
              "printing inside forward")
     for i in range(len(inputs)):
