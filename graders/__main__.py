@@ -40,20 +40,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _plainly_misused(args: argparse.Namespace) -> str | None:
-    """What is wrong with a ``check`` command that can be told without importing torch (so that a misused
-    command answers at once instead of first starting the process that grades)."""
+def _usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options of a ``check`` command (told at once, without importing torch)."""
     if args.timeout is not None and args.timeout <= 0:
         return "--timeout must be a positive number of seconds"
     if args.memory_limit is not None and args.memory_limit < 0:
         return "--memory-limit must be 0 (no cap) or a positive number of MiB"
-    if not os.access(args.path, os.R_OK) or os.path.isdir(args.path):
-        return None  # check_file says why, in its own words
-    # Each exercise lives in graders/chNN_<slug>/<id>.py (tests/test_structure.py): an unknown id has no file.
+    return None
+
+
+def _worth_a_runner(args: argparse.Namespace) -> bool:
+    """True unless the path cannot be read or the exercise does not exist (check_file then says why): only then
+    is the process that runs student code started early. Each exercise lives in graders/chNN_<slug>/<id>.py
+    (tests/test_structure.py), so an unknown id has no file."""
+    if not os.access(args.path, os.R_OK) or os.path.isdir(args.path) or args.exercise_id.startswith("_"):
+        return False
     root = Path(__file__).resolve().parent
-    if not any(root.glob(f"ch[0-9][0-9]_*/{glob.escape(args.exercise_id)}.py")) or args.exercise_id.startswith("_"):
-        return None  # check_file lists the known ids
-    return ""
+    return any(root.glob(f"ch[0-9][0-9]_*/{glob.escape(args.exercise_id)}.py"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     from graders.isolation import warm_up
 
     if args.command == "check":
-        misused = _plainly_misused(args)
-        if misused:
-            print(f"error: {misused}", file=sys.stderr)
+        error = _usage_error(args)
+        if error:
+            print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
-        if misused == "":
+        if _worth_a_runner(args):
             warm_up()  # the forkserver imports torch while this process does the same
     from graders import check_file, exercises
     from graders.outcomes import UsageError
