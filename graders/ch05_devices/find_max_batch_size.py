@@ -354,8 +354,7 @@ def _order_cause(run: Run, calls: list[Any], expected: list[int]) -> str | None:
     while prefix < min(len(calls), len(expected)) and calls[prefix] == expected[prefix]:
         prefix += 1
     if prefix < len(calls) and prefix < len(expected):
-        got, want = calls[prefix], expected[prefix]
-        if got in calls[:prefix]:
+        if calls[prefix] in calls[:prefix]:
             return "a size already tried is tried again (the ends of the interval are known: lo fits, hi does not)"
         if prefix >= doubling and calls == probes(start, limit, run.threshold, lambda lo, hi: (lo + hi + 1) // 2)[0]:
             return "mid is rounded up ((lo + hi + 1) // 2); the spec bisects with mid = (lo + hi) // 2"

@@ -526,7 +526,7 @@ class Observed(NamedTuple):
     expect: dict[str, Any]
 
 
-def run_case(student: Submission, check: str, case: Case, index: int) -> Observed:
+def run_case(student: Submission, case: Case, index: int) -> Observed:
     seed = 1000 + index
     seen = student.scenario(move_scenario, case.recipe, seed, case.source_device, case.target, case.non_blocking)
     if "error" in seen:
@@ -603,12 +603,6 @@ def _move_cause(observed: Observed, problems: list[tuple[str, str]]) -> str | No
     return None
 
 
-def describe_result_type(node: dict[str, Any] | None) -> str:
-    if node is None:
-        return "nothing"
-    return node["type"]
-
-
 def require_moved(observed: Observed, check_words: str) -> None:
     """A check that judges *what else* move_to did first makes sure it moved the tensors it had to."""
     problems = tensor_problems(observed)
@@ -622,8 +616,8 @@ def _cases(device: torch.device, cpu_cases: list[Case], cuda_cases: list[Case]) 
     return cpu_cases + (cuda_cases if device.type == "cuda" else [])
 
 
-def _run_all(student: Submission, check: str, cases: list[Case]) -> list[Observed]:
-    return [run_case(student, check, case, i) for i, case in enumerate(cases)]
+def _run_all(student: Submission, cases: list[Case]) -> list[Observed]:
+    return [run_case(student, case, i) for i, case in enumerate(cases)]
 
 
 # ==================================================================================================
@@ -637,7 +631,7 @@ def moves_every_tensor(student: Submission, device: torch.device) -> None:
         Case("containers", torch.device("meta")), Case("top_level_named_tuple", "meta"),
         Case("top_level_frozen", torch.device("meta")),
     ], [Case("nested", "cuda"), Case("structured", torch.device("cuda", 0)), Case("bare_tensor", "cuda:0")])
-    for observed in _run_all(student, "moves_every_tensor", cases):
+    for observed in _run_all(student, cases):
         problems = tensor_problems(observed)
         if problems:
             more = f" (and {len(problems) - 1} more tensor(s))" if len(problems) > 1 else ""
@@ -724,7 +718,7 @@ def keeps_container_types(student: Submission, device: torch.device) -> None:
         Case("top_level_defaultdict", "meta"), Case("top_level_named_tuple", torch.device("meta")),
         Case("top_level_frozen", "meta"), Case("structured", "meta"),
     ], [Case("containers", "cuda")])
-    for observed in _run_all(student, "keeps_container_types", cases):
+    for observed in _run_all(student, cases):
         require_moved(observed, "the container types")
         problem = _container_problem(observed)
         if problem:
@@ -736,7 +730,7 @@ def returns_other_objects_as_is(student: Submission, device: torch.device) -> No
     """Numbers, strings, None, NumPy arrays, sets, classes and objects of other types come back as the same object."""
     cases = _cases(device, [Case("other_objects", "meta"), Case("other_objects_in_tuple", torch.device("meta"))],
                    [Case("other_objects", "cuda")])
-    for observed in _run_all(student, "returns_other_objects_as_is", cases):
+    for observed in _run_all(student, cases):
         require_moved(observed, "what happens to the other objects")
         for path, want in _leaves(observed.expect):
             if want["kind"] != "as_is":
@@ -782,7 +776,7 @@ def same_tensor_when_already_there(student: Submission, device: torch.device) ->
                             Case("mixed_devices", torch.device("meta"), source_device="meta"),
                             Case("already_there", "cpu", source_device="cpu")],
                    [Case("mixed_devices", "cuda", source_device="cuda")])
-    for observed in _run_all(student, "same_tensor_when_already_there", cases):
+    for observed in _run_all(student, cases):
         require_moved(observed, "whether tensors already there are kept")
         for path, want in _leaves(observed.expect):
             if want["kind"] != "tensor" or want["same"] is None:
@@ -802,7 +796,7 @@ def passes_non_blocking(student: Submission, device: torch.device) -> None:
                             Case("structured", torch.device("meta"), non_blocking=True),
                             Case("nested", "meta", non_blocking=False), Case("structured", "meta")],
                    [Case("nested", "cuda", non_blocking=True), Case("structured", "cuda")])
-    for observed in _run_all(student, "passes_non_blocking", cases):
+    for observed in _run_all(student, cases):
         require_moved(observed, "non_blocking")
         wanted = bool(observed.case.non_blocking)
         calls = observed.seen["to_calls"]
@@ -862,7 +856,7 @@ def input_not_modified(student: Submission, device: torch.device) -> None:
                             Case("top_level_frozen", "meta"), Case("structured", "meta"),
                             Case("top_level_defaultdict", "meta"), Case("other_objects", "meta")],
                    [Case("nested", "cuda")])
-    for observed in _run_all(student, "input_not_modified", cases):
+    for observed in _run_all(student, cases):
         require_moved(observed, "whether the input was left alone")
         change = _first_difference(observed.seen["before"], observed.seen["after"])
         if change:

@@ -24,8 +24,9 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from graders.compare import difference, dtype_name, one_torch_thread, show
-from graders.isolation import RunnerStudent, StudentRaised
+from graders.ch03_modules.glu import Live, call_text, observe, observing
+from graders.compare import difference, dtype_name, show
+from graders.isolation import StudentRaised
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise
 from graders.student import Submission, expect_error
@@ -59,9 +60,8 @@ def tolerance(max_len: int) -> float:
     return 1.5e-7 * max_len
 
 
-def call_text(args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
-    shown = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()]
-    return f"PositionalEncoding({', '.join(shown)})"
+def _label(args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
+    return call_text("PositionalEncoding", args, kwargs)
 
 
 def x_text(x: torch.Tensor) -> str:
@@ -72,43 +72,6 @@ def x_text(x: torch.Tensor) -> str:
 # ==================================================================================================
 # Inside the runner
 # ==================================================================================================
-class _Steps:
-    """Runs the student's code step by step; the first error is recorded with the step, then ends the scenario."""
-
-    def __init__(self, student: RunnerStudent) -> None:
-        self.student = student
-        self.seen: dict[str, Any] = {}
-
-    def run(self, at: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self.student.run(function, *args, **kwargs)
-        except StudentRaised as exc:
-            self.seen["error"] = dataclasses.asdict(exc.error)
-            self.seen["error_at"] = at
-            raise
-
-    def build(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> nn.Module:
-        label = call_text(args, kwargs)
-        module = self.run(label, self.student.get("PositionalEncoding"), *args, **(kwargs or {}))
-        if not isinstance(module, nn.Module):
-            fail(f"{label} made a {type(module).__name__}, which is not an nn.Module; PositionalEncoding must be a "
-                 "class that subclasses nn.Module")
-        return module
-
-
-def _scenario(body):
-    def scenario(student: RunnerStudent, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        steps = _Steps(student)
-        try:
-            body(steps, *args, **kwargs)
-        except StudentRaised:
-            pass
-        return steps.seen
-
-    scenario.__name__ = scenario.__qualname__ = body.__name__.lstrip("_") + "_scenario"
-    return scenario
-
-
 def _buffer_facts(module: nn.Module) -> dict[str, Any]:
     value = module.__dict__.get("_buffers", {}).get("pe", None)
     attribute = getattr(module, "pe", None) if "pe" in dir(module) else None
@@ -128,10 +91,11 @@ def _buffer_facts(module: nn.Module) -> dict[str, Any]:
     }
 
 
-def _read_tables(steps: _Steps, configs: list[tuple[tuple, dict]]) -> None:
+@observing
+def _read_tables(live: Live, configs: list[tuple[tuple, dict]]) -> None:
     for i, (args, kwargs) in enumerate(configs):
-        module = steps.build(args, kwargs)
-        steps.seen[f"{i}.facts"] = _buffer_facts(module)
+        module = live.build("PositionalEncoding", args, kwargs)
+        live.seen[f"{i}.facts"] = _buffer_facts(module)
 
 
 def _output(value: Any) -> Any:
@@ -141,32 +105,34 @@ def _output(value: Any) -> Any:
     return {"other": type(value).__name__}
 
 
-def _forwards(steps: _Steps, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
-    module = steps.build(args)
-    steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
+@observing
+def _forwards(live: Live, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
+    module = live.build("PositionalEncoding", args)
+    live.run(f"{_label(args)}.to({device!r})", module.to, device)
     table = module.__dict__.get("_buffers", {}).get("pe")
     if isinstance(table, torch.Tensor):  # the module's own table, to judge forward exactly against it
-        steps.seen["pe"] = table.detach().to("cpu", copy=True)
+        live.seen["pe"] = table.detach().to("cpu", copy=True)
     for i, x in enumerate(inputs):
         x = x.to(device)
         before = x.detach().clone()
-        y = steps.run(f"forward({x_text(x)})", module, x)
-        steps.seen[f"{i}.out"] = _output(y)
-        steps.seen[f"{i}.x_changed"] = not torch.equal(before, x.detach())
+        y = live.run(f"forward({x_text(x)})", module, x)
+        live.seen[f"{i}.out"] = _output(y)
+        live.seen[f"{i}.x_changed"] = not torch.equal(before, x.detach())
 
 
-def _moves(steps: _Steps, args: tuple, device: str, x: torch.Tensor) -> None:
-    module = steps.build(args)
-    steps.seen["built"] = _buffer_facts(module)
-    steps.run(f"{call_text(args)}.double()", module.double)
-    steps.seen["double"] = _buffer_facts(module)
-    steps.seen["double_out"] = _output(steps.run(f"forward({x_text(x)}) after .double()", module, x.to(device)))
-    steps.run(f"{call_text(args)}.to('meta')", module.to, "meta")
-    steps.seen["meta"] = _buffer_facts(module)
+@observing
+def _moves(live: Live, args: tuple, device: str, x: torch.Tensor) -> None:
+    module = live.build("PositionalEncoding", args)
+    live.seen["built"] = _buffer_facts(module)
+    live.run(f"{_label(args)}.double()", module.double)
+    live.seen["double"] = _buffer_facts(module)
+    live.seen["double_out"] = _output(live.run(f"forward({x_text(x)}) after .double()", module, x.to(device)))
+    live.run(f"{_label(args)}.to('meta')", module.to, "meta")
+    live.seen["meta"] = _buffer_facts(module)
     if device != "cpu":
-        moved = steps.build(args)
-        steps.run(f"{call_text(args)}.to({device!r})", moved.to, device)
-        steps.seen["device"] = _buffer_facts(moved)
+        moved = live.build("PositionalEncoding", args)
+        live.run(f"{_label(args)}.to({device!r})", moved.to, device)
+        live.seen["device"] = _buffer_facts(moved)
 
 
 class _DeviceWatch(TorchDispatchMode):
@@ -199,25 +165,26 @@ class _DeviceWatch(TorchDispatchMode):
                     self.strays.append(text)
 
 
-def _watch_devices(steps: _Steps, args: tuple, x: torch.Tensor, device: str) -> None:
+@observing
+def _watch_devices(live: Live, args: tuple, x: torch.Tensor, device: str) -> None:
     """forward with module and x on ``device`` ("fake-cuda": a CUDA device faked by FakeTensorMode, which
     exists on any machine), every operation's tensors watched."""
-    module = steps.build(args)
+    module = live.build("PositionalEncoding", args)
     fake = device == "fake-cuda"
     target = "cuda" if fake else device
     with FakeTensorMode(allow_non_fake_inputs=True) if fake else contextlib.nullcontext():
-        steps.run(f"{call_text(args)}.to({target!r})", module.to, target)
+        live.run(f"{_label(args)}.to({target!r})", module.to, target)
         # Under FakeTensorMode, torch.tensor(data, device=x.device) builds its data on the CPU and copies it
         # over, as CUDA itself does: that is not the answer's stray tensor (meta shows the ones that are).
         watch = _DeviceWatch(torch.device(target).type, FAKE_DATA_OPS if fake else frozenset())
         x = x.to(target)
         try:
             with watch:
-                y = steps.run(f"forward({x_text(x)}) with module and x on {device}", module, x)
-            steps.seen["out"] = _output(y) if not fake else {"device": str(y.device)} if isinstance(y, torch.Tensor) \
+                y = live.run(f"forward({x_text(x)}) with module and x on {device}", module, x)
+            live.seen["out"] = _output(y) if not fake else {"device": str(y.device)} if isinstance(y, torch.Tensor) \
                 else {"other": type(y).__name__}
         finally:
-            steps.seen["strays"] = watch.strays
+            live.seen["strays"] = watch.strays
 
 
 class _SyncWatch(TorchFunctionMode):
@@ -238,54 +205,37 @@ class _SyncWatch(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def _watch_syncs(steps: _Steps, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
-    module = steps.build(args)
-    steps.run(f"{call_text(args)}.to({device!r})", module.to, device)
+@observing
+def _watch_syncs(live: Live, args: tuple, inputs: list[torch.Tensor], device: str) -> None:
+    module = live.build("PositionalEncoding", args)
+    live.run(f"{_label(args)}.to({device!r})", module.to, device)
     watch = _SyncWatch()
     for i, x in enumerate(inputs):
         x = x.to(device)
         try:
             with watch:
-                y = steps.run(f"forward({x_text(x)})", module, x)
-            steps.seen[f"{i}.out"] = _output(y)
+                y = live.run(f"forward({x_text(x)})", module, x)
+            live.seen[f"{i}.out"] = _output(y)
         finally:
-            steps.seen["syncs"] = watch.syncs
+            live.seen["syncs"] = watch.syncs
 
 
-def _forward_errors(steps: _Steps, args: tuple, inputs: list[torch.Tensor]) -> None:
-    module = steps.build(args)
+@observing
+def _forward_errors(live: Live, args: tuple, inputs: list[torch.Tensor]) -> None:
+    module = live.build("PositionalEncoding", args)
     for i, x in enumerate(inputs):
         try:
-            y = steps.student.run(module, x)
-            steps.seen[f"{i}"] = {"returned": _output(y)}
+            y = live.student.run(module, x)
+            live.seen[f"{i}"] = {"returned": _output(y)}
         except StudentRaised as exc:
-            steps.seen[f"{i}"] = {"raised": dataclasses.asdict(exc.error)}
+            live.seen[f"{i}"] = {"raised": dataclasses.asdict(exc.error)}
 
 
-read_tables_scenario = _scenario(_read_tables)
-forwards_scenario = _scenario(_forwards)
-moves_scenario = _scenario(_moves)
-watch_devices_scenario = _scenario(_watch_devices)
-watch_syncs_scenario = _scenario(_watch_syncs)
-forward_errors_scenario = _scenario(_forward_errors)
 
 
 # ==================================================================================================
 # In the judge
 # ==================================================================================================
-def _seen(student: Submission, scenario, *args: Any) -> dict[str, Any]:
-    return student.scenario(scenario, *args)
-
-
-def _get(seen: dict[str, Any], key: str) -> Any:
-    """An observation; when the student's code raised before it was made, that error ends the check."""
-    if key in seen:
-        return seen[key]
-    if "error" in seen:
-        raise StudentCodeError(StudentError(**seen["error"]), seen.get("error_at"))
-    raise KeyError(f"the scenario recorded no {key!r}")  # a grader bug, reported as such
-
-
 def _inputs(shapes: Sequence[tuple[int, ...]], dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
     return [torch.randn(*shape, dtype=torch.float64).to(dtype) for shape in shapes]
 
@@ -363,11 +313,11 @@ def encoding_values(student: Submission, device: torch.device) -> None:
     """pe holds sin / cos of p / 10000 ** (2i / dim), interleaved, within 1.5e-7 * max_len, any dim and length."""
     configs = [((2, 1), {}), ((4, 9), {}), ((6,), {"max_len": 50}), ((8,), {}), ((64, 2048), {}),
                ((10,), {"max_len": 4096}), ((512, 128), {})]
-    seen = _seen(student, read_tables_scenario, configs)
+    seen = observe(student, _read_tables, configs)
     for i, (args, kwargs) in enumerate(configs):
         dim = args[0]
         max_len = args[1] if len(args) > 1 else kwargs.get("max_len", 512)
-        _check_table(_get(seen, f"{i}.facts"), call_text(args, kwargs), dim, max_len)
+        _check_table(seen[f"{i}.facts"], _label(args, kwargs), dim, max_len)
 
 
 def _expected_sum(x: torch.Tensor, dim: int, max_len: int) -> torch.Tensor:
@@ -440,11 +390,11 @@ def forward_adds_encoding(student: Submission, device: torch.device) -> None:
               + _inputs([(2, 3, dim)], torch.float64) + _inputs([(3, 4, dim)], torch.float16)
               + _inputs([(2, 9, dim)], torch.bfloat16)
               + [_non_contiguous(2, 11, dim), _non_contiguous(1, 3, dim, torch.float16)])
-    label = call_text((dim, max_len))
-    seen = _seen(student, forwards_scenario, (dim, max_len), inputs, str(device))
+    label = _label((dim, max_len))
+    seen = observe(student, _forwards, (dim, max_len), inputs, str(device))
     for i, x in enumerate(inputs):
-        _check_output(_get(seen, f"{i}.out"), x, label, dim, max_len, device, seen.get("pe"))
-        if _get(seen, f"{i}.x_changed"):
+        _check_output(seen[f"{i}.out"], x, label, dim, max_len, device, seen.get("pe"))
+        if seen[f"{i}.x_changed"]:
             fail(f"{label}, then forward({x_text(x)}) changed x itself; forward must return a new tensor\n"
                  "  likely cause: "
                  "an in-place add (x += ..., x.add_(...)) on the caller's input")
@@ -455,9 +405,9 @@ def buffer_not_parameter(student: Submission, device: torch.device) -> None:
     """pe is a non-persistent buffer: no parameters, an empty state_dict, and it follows .to() and .double()."""
     dim, max_len = 8, 30
     x = torch.randn(2, 7, dim, dtype=torch.float64)
-    label = call_text((dim, max_len))
-    seen = _seen(student, moves_scenario, (dim, max_len), str(device), x)
-    built = _get(seen, "built")
+    label = _label((dim, max_len))
+    seen = observe(student, _moves, (dim, max_len), str(device), x)
+    built = seen["built"]
     _check_table(built, label, dim, max_len)  # first: a real table (a module that does nothing has none)
     if built["parameters"]:
         cause = ("pe is an nn.Parameter (even with requires_grad=False it is a parameter: the optimizer and "
@@ -473,17 +423,17 @@ def buffer_not_parameter(student: Submission, device: torch.device) -> None:
         fail(f"{label}.state_dict() has the keys {built['state_dict']}; it must be empty\n  likely cause: "
              + ("register_buffer('pe', ...) without persistent=False: the table is derived from dim and max_len, "
                 "so it stays out of checkpoints" if "pe" in built["state_dict"] else "other state was registered"))
-    double = _get(seen, "double")
+    double = seen["double"]
     if double["pe_dtype"] != "float64":
         fail(f"after {label}.double(), pe is {double['pe_dtype']}, not float64; a registered buffer follows .double()")
-    out = _get(seen, "double_out")
+    out = seen["double_out"]
     if out.get("dtype") != "float64":
         fail(f"after {label}.double(), forward({x_text(x)}) returned {out.get('dtype', out)}, not float64")
-    meta = _get(seen, "meta")
+    meta = seen["meta"]
     if meta["pe_device"] != "meta":
         fail(f"after {label}.to('meta'), pe is on {meta['pe_device']}; a registered buffer follows .to(device)")
     if device.type != "cpu":
-        moved = _get(seen, "device")
+        moved = seen["device"]
         if torch.device(moved["pe_device"]).type != device.type:
             fail(f"after {label}.to({str(device)!r}), pe is on {moved['pe_device']}; a buffer follows .to(device)")
 
@@ -491,9 +441,9 @@ def buffer_not_parameter(student: Submission, device: torch.device) -> None:
 def _require_correct_forward(student: Submission, label_args: tuple, x: torch.Tensor, judged: str) -> None:
     """Judging what forward does *not* do starts with making sure it does what it must (on the CPU)."""
     dim, max_len = label_args
-    seen = _seen(student, forwards_scenario, label_args, [x], "cpu")
+    seen = observe(student, _forwards, label_args, [x], "cpu")
     try:
-        _check_output(_get(seen, "0.out"), x, call_text(label_args), dim, max_len, torch.device("cpu"))
+        _check_output(seen["0.out"], x, _label(label_args), dim, max_len, torch.device("cpu"))
     except CheckFailed as exc:
         first, *rest = str(exc).splitlines()
         fail("\n".join([f"{judged} can only be judged once forward returns x + pe[:seq]; here: {first}", *rest]))
@@ -509,20 +459,20 @@ def stays_on_device(student: Submission, device: torch.device) -> None:
     # meta and a faked CUDA device exist everywhere; a real GPU is watched too when there is one.
     targets = ["meta", "fake-cuda"] + ([str(device)] if device.type == "cuda" else [])
     for target in targets:
-        seen = _seen(student, watch_devices_scenario, args, x, target)
+        seen = observe(student, _watch_devices, args, x, target)
         strays = seen.get("strays", [])
         where = {"meta": "module and x on the meta device (shapes but no data, so a CPU tensor stands out)",
                  "fake-cuda": "module and x on a fake CUDA device (FakeTensorMode: a device and shapes, no data)"
                  }.get(target, f"module and x on {target}")
         if strays:
-            fail(f"{call_text(args)}, then forward(x of shape {tuple(x.shape)}) with {where}: in forward, "
+            fail(f"{_label(args)}, then forward(x of shape {tuple(x.shape)}) with {where}: in forward, "
                  f"{'; '.join(strays[:3])}\n  on a GPU this is a cross-device error, or a silent copy every step\n"
                  "  likely cause: a tensor made inside forward without device=x.device (torch.arange, torch.tensor, "
                  "torch.zeros, ...), or a plain tensor attribute that .to() left on the CPU; make it on x.device, or "
                  "keep it in a buffer")
         if "error" in seen and _stand_in_limit(StudentError(**seen["error"])):
             continue  # forward read a value the stand-in device does not have: no_host_sync judges that; no stray so far
-        _get(seen, "out")  # the student's error on that device, if forward raised without a stray tensor
+        seen["out"]  # the student's error on that device, if forward raised without a stray tensor
 
 
 def _stand_in_limit(error: StudentError) -> bool:
@@ -539,16 +489,16 @@ def no_host_sync(student: Submission, device: torch.device) -> None:
     args = (12, 100)
     inputs = [torch.randn(2, 9, 12), torch.randn(1, 100, 12, dtype=torch.float64)]
     _require_correct_forward(student, args, inputs[0], "Whether forward synchronises")
-    seen = _seen(student, watch_syncs_scenario, args, inputs, str(device))
+    seen = observe(student, _watch_syncs, args, inputs, str(device))
     syncs = seen.get("syncs", [])
     if syncs:
-        fail(f"{call_text(args)}, then forward(x of shape {tuple(inputs[0].shape)}): forward synchronises with the host "
+        fail(f"{_label(args)}, then forward(x of shape {tuple(inputs[0].shape)}): forward synchronises with the host "
              f"through {', '.join(syncs[:4])}; on a GPU each one waits for every queued kernel to finish\n"
              "  likely cause: "
              "shape checks must use Python ints (x.shape[1], x.dim(), x.size(-1)), never a tensor's value; and no "
              "printing inside forward")
     for i in range(len(inputs)):
-        _get(seen, f"{i}.out")
+        seen[f"{i}.out"]
 
 
 @POSITIONAL_ENCODING.check(points=1)
@@ -558,11 +508,11 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
         try:
             student.call("PositionalEncoding", *args)
         except StudentCodeError as exc:
-            raise exc.within(f"{call_text(args)} (valid arguments)") from None
+            raise exc.within(f"{_label(args)} (valid arguments)") from None
     bad = [((7,), "dim is odd"), ((3, 10), "dim is odd"), ((1,), "dim < 2 (and odd)"), ((0,), "dim < 2"),
            ((-2,), "dim < 2"), ((4, 0), "max_len < 1"), ((8, -3), "max_len < 1")]
     for args, why in bad:
-        expect_error(student, ValueError, "PositionalEncoding", args, call=call_text(args), why=why,
+        expect_error(student, ValueError, "PositionalEncoding", args, call=_label(args), why=why,
                      cause="a missing check at the top of __init__")
 
 
@@ -570,7 +520,7 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
 def rejects_bad_input(student: Submission, device: torch.device) -> None:
     """ValueError in forward when x is not 3-D, its last dim is not dim, or seq > max_len; seq == max_len works."""
     dim, max_len = 4, 6
-    label = call_text((dim, max_len))
+    label = _label((dim, max_len))
     cases = [(torch.randn(2, max_len, dim), None), (torch.randn(1, 1, dim), None),
              (torch.randn(5, dim), "x has 2 dims, not 3 (batch, seq, dim)"),
              (torch.randn(dim), "x has 1 dim"),
@@ -579,9 +529,9 @@ def rejects_bad_input(student: Submission, device: torch.device) -> None:
              (torch.randn(2, 3, dim // 2), f"the last dim of x is {dim // 2}, not dim = {dim}"),
              (torch.randn(1, max_len + 1, dim), f"seq = {max_len + 1} > max_len = {max_len}"),
              (torch.randn(2, 4 * max_len, dim), f"seq = {4 * max_len} > max_len = {max_len}")]
-    seen = _seen(student, forward_errors_scenario, (dim, max_len), [x for x, _ in cases])
+    seen = observe(student, _forward_errors, (dim, max_len), [x for x, _ in cases])
     for i, (x, why) in enumerate(cases):
-        outcome = _get(seen, str(i))
+        outcome = seen[str(i)]
         call = f"{label}, then forward({x_text(x)})"
         if why is None:
             if "raised" in outcome:
