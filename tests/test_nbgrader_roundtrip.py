@@ -1,15 +1,15 @@
 """The instructor's round trip through nbgrader, for every chapter, in a temporary course directory.
 
-generate_assignment → two submissions (four in chapter 01) → autograde → generate_feedback, with the repository's own
-nbgrader_config.py. The submissions:
+generate_assignment → one submission (four in chapter 01) → autograde → generate_feedback, with the repository's
+own nbgrader_config.py. The submissions:
 
-- ``instructor``: the source notebook (solutions in place), its graded part — full marks;
+- ``instructor``: the source notebook (solutions in place), its graded part, with the first exercise's answer
+  made noisy (it prints to stderr and raises warnings while it is checked) — full marks: noise costs nothing
+  and is reported on stdout, never on stderr (any stderr in a graded cell would score it 0);
+- ``noisy_partial`` (chapter 01): the release with only the first exercise answered, by that noisy answer —
+  exactly that exercise's points (partial work earns partial points);
 - ``untouched`` (chapter 01): the student release as handed out (its graded part, see below) — 0, without
-  crashing (in the other chapters every exercise but the first is untouched in ``noisy_partial``, and
-  tests/test_notebooks.py runs every chapter's released answer cells against the graders: 0 points);
-- ``noisy_partial``: the release with only the first exercise answered, correctly, by an answer that also
-  prints to stderr and raises warnings while it is checked — exactly that exercise's points (partial work
-  earns partial points; noise costs nothing and is reported on stdout, never on stderr);
+  crashing (tests/test_notebooks.py runs every chapter's released answer cells against the graders: 0 points);
 - ``wrong`` (chapter 01): a sliding_window that copies instead of returning a view, nothing else
   written — its feedback and ``nbgrader validate`` say why, and that the rest is not written yet.
 
@@ -18,8 +18,9 @@ cell (answers, graded tests, read-only text), without the demonstration code cel
 change a score (graded cells call the graders on the answers only), and nbval executes every one of them,
 under spawn, in every `make test`. Why: every notebook autograded costs a kernel, the torch import and a
 judge process (about 10 s here), and a whole chapter 5-15 s more; with 8 chapters that would take `make
-test` past its 10 minutes (issue 9). For the same reason partial work and noise share one submission: the
-first exercises of the chapters answer with a function (01, 04, 05), an ``autograd.Function`` (02) and an
+test` past its 10 minutes (issue 9). For the same reason the noise rides on the instructor's submission, and
+partial work is handed in once: nbgrader's handling of partial scores does not depend on the chapter. The
+first exercises of the chapters answer with a function (01, 04, 05, 06), an ``autograd.Function`` (02) and an
 ``nn.Module`` (03), so every way of making noise is still covered.
 
 Each chapter's tests are one class, so that `make test` (``--dist loadscope``) runs a chapter's round trip
@@ -44,7 +45,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(p.name for p in (ROOT / "course").iterdir() if p.is_dir() and re.match(r"\d\d_", p.name))
 NBGRADER = [sys.executable, "-m", "nbgrader"]
-WITH_UNTOUCHED_AND_WRONG = "01_tensors"  # the chapter whose round trip also hands in the untouched and a wrong release
+WITH_PARTIAL_UNTOUCHED_AND_WRONG = "01_tensors"  # the chapter whose round trip also hands in partial, untouched and wrong work
 
 pytestmark = pytest.mark.slow
 
@@ -149,15 +150,19 @@ def _round_trip(chapter: str, course: Path) -> dict:
     release = nbformat.read(course / "release" / chapter / name, as_version=4)
 
     graded_release = _graded_part(release)
-    noisy_partial = nbformat.from_dict(graded_release)
     first_id, first_graded = _first_exercise_cells(source)
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in _solution_cells(source)}
-    for cell in _solution_cells(noisy_partial):
-        if cell.metadata["nbgrader"]["grade_id"] == first_id:
-            cell.source = _with_noise(answers[first_id])
 
-    submissions = {"instructor": _graded_part(source), "noisy_partial": noisy_partial}
-    if chapter == WITH_UNTOUCHED_AND_WRONG:
+    def with_noisy_first_answer(nb):
+        nb = nbformat.from_dict(nb)
+        for cell in _solution_cells(nb):
+            if cell.metadata["nbgrader"]["grade_id"] == first_id:
+                cell.source = _with_noise(answers[first_id])
+        return nb
+
+    submissions = {"instructor": with_noisy_first_answer(_graded_part(source))}
+    if chapter == WITH_PARTIAL_UNTOUCHED_AND_WRONG:
+        submissions["noisy_partial"] = with_noisy_first_answer(graded_release)
         submissions["untouched"] = graded_release
         submissions["wrong"] = _wrong_sliding_window(graded_release)
     for student, nb in submissions.items():
@@ -231,24 +236,11 @@ class _ChapterRoundTrip:
         return _chapter_round_trip(self.chapter, tmp_path_factory)
 
     def test_instructor_version_scores_full_marks(self, round_trip):
+        """Every answer in place, the first one noisy: full marks, and the noise reported on stdout."""
         score, max_score = round_trip["scores"]["instructor"]
         assert max_score == sum(round_trip["points"].values()) > 0
         assert score == max_score
-
-    def test_partial_noisy_work_earns_its_points(self, round_trip):
-        """Only the first exercise answered, correctly but noisily: exactly its points, noise reported on stdout."""
-        score, max_score = round_trip["scores"]["noisy_partial"]
-        expected = sum(round_trip["points"][g] for g in round_trip["first_graded"])
-        assert 0 < score < max_score
-        assert score == expected
-        chapter = round_trip["chapter"]
-        autograded = round_trip["course"] / "autograded" / "noisy_partial" / chapter / f"{chapter}.ipynb"
-        nb = nbformat.read(autograded, as_version=4)
-        graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
-                  and c.metadata["nbgrader"]["grade_id"] in round_trip["first_graded"]]
-        notes = "".join(o.get("text", "") for c in graded for o in c.outputs)
-        assert "wrote to stderr" in notes and "warned" in notes  # reported on stdout instead, not lost silently
-        assert not any(o.get("name") == "stderr" for c in graded for o in c.outputs)
+        _assert_noise_reported_on_stdout(round_trip, "instructor")
 
     def test_feedback_does_not_show_hidden_tests(self, round_trip):
         chapter = round_trip["chapter"]
@@ -267,10 +259,30 @@ class _ChapterRoundTrip:
                 assert words not in re.sub(r"<[^>]+>|&[#\w]+;|[^\w]+", " ", html), f"feedback shows hidden code: {line}"
 
 
-class _UntouchedAndWrongTests:
-    """Chapter 01's round trip also hands in the untouched release and a wrong sliding_window: what they score,
-    and what nbgrader's Validate and the feedback page say (in the chapter's own class, so that its round trip
-    still runs once)."""
+def _assert_noise_reported_on_stdout(round_trip: dict, student: str) -> None:
+    chapter = round_trip["chapter"]
+    autograded = round_trip["course"] / "autograded" / student / chapter / f"{chapter}.ipynb"
+    nb = nbformat.read(autograded, as_version=4)
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+              and c.metadata["nbgrader"]["grade_id"] in round_trip["first_graded"]]
+    assert graded
+    notes = "".join(o.get("text", "") for c in graded for o in c.outputs)
+    assert "wrote to stderr" in notes and "warned" in notes  # reported on stdout instead, not lost silently
+    assert not any(o.get("name") == "stderr" for c in graded for o in c.outputs)
+
+
+class _PartialUntouchedAndWrongTests:
+    """Chapter 01's round trip also hands in partial work, the untouched release and a wrong sliding_window: what
+    they score, and what nbgrader's Validate and the feedback page say (in the chapter's own class, so that its
+    round trip still runs once)."""
+
+    def test_partial_noisy_work_earns_its_points(self, round_trip):
+        """Only the first exercise answered, correctly but noisily: exactly its points, noise reported on stdout."""
+        score, max_score = round_trip["scores"]["noisy_partial"]
+        expected = sum(round_trip["points"][g] for g in round_trip["first_graded"])
+        assert 0 < score < max_score
+        assert score == expected
+        _assert_noise_reported_on_stdout(round_trip, "noisy_partial")
 
     def test_untouched_release_scores_zero(self, round_trip):
         assert round_trip["scores"]["untouched"] == (0, round_trip["scores"]["instructor"][1])
@@ -295,5 +307,6 @@ class _UntouchedAndWrongTests:
 
 for _chapter in CHAPTERS:
     _name = f"TestRoundTrip_{_chapter}"
-    _bases = (_ChapterRoundTrip, _UntouchedAndWrongTests) if _chapter == WITH_UNTOUCHED_AND_WRONG else (_ChapterRoundTrip,)
+    _bases = ((_ChapterRoundTrip, _PartialUntouchedAndWrongTests) if _chapter == WITH_PARTIAL_UNTOUCHED_AND_WRONG
+              else (_ChapterRoundTrip,))
     globals()[_name] = type(_name, _bases, {"chapter": _chapter, "__module__": __name__})
