@@ -1,0 +1,26 @@
+"""Bug: ignores the dtype argument and always autocasts to float16."""
+import torch
+
+EXPECT_FAIL = {
+    'autocast_forward_only': 'pass dtype=dtype to torch.autocast',
+    'disabled_scaler_never_skips': 'the returned loss is wrong',
+}
+
+
+def amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets, *, dtype=torch.float16, max_norm=None):
+    optimizer.zero_grad()
+    with torch.autocast(inputs.device.type, torch.float16):
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grad_norm = torch.nn.utils.get_total_norm(grads)
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    stepped = []
+    handle = optimizer.register_step_pre_hook(lambda opt, args, kwargs: stepped.append(True))
+    scaler.step(optimizer)
+    handle.remove()
+    scaler.update()
+    return loss.item(), grad_norm.item(), not stepped

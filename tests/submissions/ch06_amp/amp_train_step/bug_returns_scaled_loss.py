@@ -1,0 +1,24 @@
+"""Bug: returns the scaled loss (loss times the loss scale) instead of the real loss."""
+import torch
+
+EXPECT_FAIL = {'returns_unscaled_loss_and_norm': 'this is the scaled loss'}
+
+
+def amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets, *, dtype=torch.float16, max_norm=None):
+    optimizer.zero_grad()
+    with torch.autocast(inputs.device.type, dtype):
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+    scaled = scaler.scale(loss)
+    scaled.backward()
+    scaler.unscale_(optimizer)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grad_norm = torch.nn.utils.get_total_norm(grads)
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    stepped = []
+    handle = optimizer.register_step_pre_hook(lambda opt, args, kwargs: stepped.append(True))
+    scaler.step(optimizer)
+    handle.remove()
+    scaler.update()
+    return scaled.item(), grad_norm.item(), not stepped

@@ -1,0 +1,22 @@
+"""Bug: reports skipped when the loss is not finite, missing overflows that only happen in the scaled backward pass."""
+import math
+
+import torch
+
+EXPECT_FAIL = {'skips_overflowing_step': 'the step was skipped but reported as'}
+
+
+def amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets, *, dtype=torch.float16, max_norm=None):
+    optimizer.zero_grad()
+    with torch.autocast(inputs.device.type, dtype):
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grad_norm = torch.nn.utils.get_total_norm(grads)
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item(), grad_norm.item(), not math.isfinite(loss.item())

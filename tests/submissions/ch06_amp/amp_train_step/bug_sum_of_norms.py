@@ -1,0 +1,23 @@
+"""Bug: adds up the per-parameter gradient norms instead of taking the 2-norm of all gradients together."""
+import torch
+
+EXPECT_FAIL = {'returns_unscaled_loss_and_norm': 'the per-parameter 2-norms were added'}
+
+
+def amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets, *, dtype=torch.float16, max_norm=None):
+    optimizer.zero_grad()
+    with torch.autocast(inputs.device.type, dtype):
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    grad_norm = sum(p.grad.norm() for p in model.parameters() if p.grad is not None)
+    grad_norm = torch.as_tensor(grad_norm)
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    stepped = []
+    handle = optimizer.register_step_pre_hook(lambda opt, args, kwargs: stepped.append(True))
+    scaler.step(optimizer)
+    handle.remove()
+    scaler.update()
+    return loss.item(), grad_norm.item(), not stepped

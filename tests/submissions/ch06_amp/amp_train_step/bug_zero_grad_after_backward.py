@@ -1,0 +1,26 @@
+"""Bug: calls optimizer.zero_grad() right after the backward pass, wiping the fresh gradients before unscale_ and step."""
+import torch
+
+EXPECT_FAIL = {
+    'matches_reference_step': 'raised AssertionError',
+    'returns_unscaled_loss_and_norm': 'raised AssertionError',
+}
+
+
+def amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets, *, dtype=torch.float16, max_norm=None):
+    with torch.autocast(inputs.device.type, dtype):
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+    scaler.scale(loss).backward()
+    optimizer.zero_grad()
+    scaler.unscale_(optimizer)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    grad_norm = torch.nn.utils.get_total_norm(grads)
+    if max_norm is not None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    stepped = []
+    handle = optimizer.register_step_pre_hook(lambda opt, args, kwargs: stepped.append(True))
+    scaler.step(optimizer)
+    handle.remove()
+    scaler.update()
+    return loss.item(), grad_norm.item(), not stepped

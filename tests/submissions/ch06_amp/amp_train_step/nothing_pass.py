@@ -1,0 +1,9 @@
+"""Does nothing: the body is just pass, so it returns None."""
+import torch
+
+EXPECT_FAIL = {"*": ""}
+EXPECT_SCORE = 0
+
+
+def amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets, *, dtype=torch.float16, max_norm=None):
+    pass
