@@ -199,3 +199,113 @@ def plot_heatmap(matrix: "torch.Tensor", *, xlabel: str, ylabel: str, title: str
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     fig.tight_layout()
     plt.show()
+
+
+def plot_number_formats(formats: dict[str, dict[str, float]], *, marks: dict[str, float] | None = None,
+                        title: str | None = None):
+    """The range of floating-point formats on one log axis, one row per format.
+
+    ``formats`` maps a name to ``{"smallest subnormal", "smallest normal", "max", "eps"}`` (as ``torch.finfo``
+    gives them): a pale bar spans the subnormal numbers, a solid one the normal numbers, a black tick marks
+    ``eps``; ``marks`` draws labelled dashed vertical lines (e.g. the size of some gradients).
+    """
+    import math
+
+    fig, ax = plt.subplots(figsize=(8.5, 1.0 + 0.95 * len(formats)))
+    colours = plt.get_cmap("tab10")
+    names = list(formats)
+    for row, name in enumerate(names):
+        f = formats[name]
+        y = len(names) - 1 - row
+        low, normal, high, eps = f["smallest subnormal"], f["smallest normal"], f["max"], f["eps"]
+        colour = colours(row)
+        ax.barh(y, normal - low, left=low, height=0.42, color=colour, alpha=0.3)
+        ax.barh(y, high - normal, left=normal, height=0.42, color=colour)
+        ax.plot([eps, eps], [y - 0.3, y + 0.21], color="black", linewidth=2)
+        ax.annotate(f"{low:.1e}", (low, y), xytext=(-4, 0), textcoords="offset points", ha="right", va="center",
+                    fontsize=7)
+        ax.annotate(f"{high:.3g}", (high, y), xytext=(4, 0), textcoords="offset points", ha="left", va="center",
+                    fontsize=7)
+        ax.annotate(f"smallest normal {normal:.1e}", (normal, y + 0.21), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=7)
+        ax.annotate(f"eps {eps:.1e}", (eps, y - 0.3), xytext=(0, -2), textcoords="offset points", ha="center",
+                    va="top", fontsize=7)
+    for label, x in (marks or {}).items():
+        ax.axvline(x, linestyle="--", color="0.3", linewidth=1)
+        ax.annotate(label, (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -3), textcoords="offset points",
+                    ha="left", va="top", fontsize=7, color="0.2")
+    ax.set_xscale("log")
+    lows = [f["smallest subnormal"] for f in formats.values()]
+    highs = [f["max"] for f in formats.values()]
+    ax.set_xlim(10.0 ** (math.floor(math.log10(min(lows))) - 12), 10.0 ** (math.ceil(math.log10(max(highs))) + 10))
+    ax.set_ylim(-0.75, len(names) - 0.25 + (0.35 if marks else 0))
+    ax.set_yticks(range(len(names)), list(reversed(names)))
+    ax.set_xlabel("magnitude (log scale); pale: subnormal numbers, solid: normal numbers, black tick: eps")
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_scale_over_steps(scales: Sequence[float], skipped: Sequence[bool], *, losses: Sequence[float] | None = None,
+                          notes: dict[int, str] | None = None, title: str | None = None):
+    """A ``GradScaler``'s scale at every step (log2 axis), skipped steps marked; optionally the loss below.
+
+    ``scales[i]`` is the scale step ``i`` used and ``skipped[i]`` whether that step was skipped; ``notes`` writes a
+    label next to chosen steps (e.g. where an overflow was injected).
+    """
+    import math
+
+    import matplotlib.ticker as ticker
+
+    rows = 2 if losses is not None else 1
+    fig, axes = plt.subplots(rows, 1, figsize=(8.5, 3.2 * rows), sharex=True, squeeze=False)
+    ax = axes[0][0]
+    steps = list(range(len(scales)))
+    ax.step(steps, list(scales), where="post", color="tab:blue", label="scale used at the step")
+    bad = [i for i in steps if skipped[i]]
+    ax.plot(bad, [scales[i] for i in bad], "x", color="tab:red", markersize=8, markeredgewidth=2,
+            label="skipped: inf/NaN found, scale halved")
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_locator(ticker.LogLocator(base=2))
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"$2^{{{round(math.log2(v))}}}$"))
+    top = max(scales)
+    ax.set_ylim(min(scales) / 2, top * 8)
+    for i, text in (notes or {}).items():
+        ax.annotate(text, (i, scales[i]), xytext=(0, 28), textcoords="offset points", ha="center", fontsize=8,
+                    arrowprops={"arrowstyle": "->", "color": "0.3"})
+    ax.set_ylabel("loss scale")
+    ax.legend(fontsize=8, loc="upper right")
+    if title:
+        ax.set_title(title, fontsize=10)
+    if losses is not None:
+        low = axes[1][0]
+        low.plot(steps, list(losses), color="tab:green")
+        low.set_ylabel("loss")
+        low.set_yscale("log")
+    axes[-1][0].set_xlabel("step")
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_log_curves(panels: dict[str, dict[str, Sequence[float]]], *, threshold: float | None = None,
+                    threshold_label: str = "threshold", xlabel: str = "step", ylabel: str = "value",
+                    title: str | None = None):
+    """Curves on a log y axis, one panel per entry of ``panels`` (each a dict of named curves), side by side with
+    a shared y axis; ``threshold`` draws a labelled horizontal line in every panel (e.g. a clipping threshold)."""
+    n = len(panels)
+    fig, axes = plt.subplots(1, n, figsize=(4.6 * n + 1.6, 3.8), sharey=True, squeeze=False)
+    for ax, (name, curves) in zip(axes[0], panels.items()):
+        for k, (label, values) in enumerate(curves.items()):
+            ax.plot(list(values), label=label, color=plt.get_cmap("tab10")(k), linewidth=1)
+        if threshold is not None:
+            ax.axhline(threshold, linestyle="--", color="black", linewidth=1, label=threshold_label)
+        ax.set_yscale("log")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel(xlabel)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()

@@ -118,17 +118,20 @@ def test_solution_cells_delegate_to_the_reference(chapter):
     for cell in _load(chapter).cells:
         if not _nbgrader(cell).get("solution"):
             continue
-        region = re.search(r"### BEGIN SOLUTION\n(.*?)\n\s*### END SOLUTION", cell.source, re.S)
-        assert region, f"{chapter}: solution cell {cell.id} has no ### BEGIN/END SOLUTION region"
-        imported = set()
-        for statement in ast.parse(textwrap.dedent(region.group(1))).body:
-            if isinstance(statement, ast.ImportFrom):
-                assert statement.module == module, f"{cell.id}: import the answer from {module}"
-                imported |= {alias.asname or alias.name for alias in statement.names}
-            else:
-                assert isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call), \
-                    f"{cell.id}: a solution region only imports from {module} and returns its call"
-                assert getattr(statement.value.func, "id", None) in imported
+        # Every region of the cell (an answer cell may define several functions, one region each).
+        regions = re.findall(r"### BEGIN SOLUTION\n(.*?)\n\s*### END SOLUTION", cell.source, re.S)
+        assert regions, f"{chapter}: solution cell {cell.id} has no ### BEGIN/END SOLUTION region"
+        assert len(regions) == cell.source.count("### BEGIN SOLUTION"), f"{cell.id}: a region is not closed"
+        for region in regions:
+            imported = set()
+            for statement in ast.parse(textwrap.dedent(region)).body:
+                if isinstance(statement, ast.ImportFrom):
+                    assert statement.module == module, f"{cell.id}: import the answer from {module}"
+                    imported |= {alias.asname or alias.name for alias in statement.names}
+                else:
+                    assert isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call), \
+                        f"{cell.id}: a solution region only imports from {module} and returns its call"
+                    assert getattr(statement.value.func, "id", None) in imported
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
