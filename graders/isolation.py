@@ -63,6 +63,8 @@ NOTE_CHARS = 300
 
 _GRADERS_DIR = str(Path(__file__).resolve().parent)
 _SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
+_GRADERS_DIR = str(Path(__file__).resolve().parent)
+_CHAPTER_GRADER = re.compile(r"ch\d\d_\w+$")
 _NOTEBOOK_FILE = re.compile(r"ipykernel_\d+|<ipython-input")
 
 
@@ -515,18 +517,55 @@ def _no_reading_reference_answers(event: str, args: tuple) -> None:
         if path == _SOLUTIONS_DIR or path.startswith(_SOLUTIONS_DIR + os.sep):
             raise PermissionError("answers must be your own code: the course's reference solutions cannot be "
                                   "read while your answer is graded")
+        # The chapters' graders hold the judge's expected-value code: loaded before this hook, never again.
+        inside = os.path.relpath(path, _GRADERS_DIR).split(os.sep) if path.startswith(_GRADERS_DIR + os.sep) else []
+        if len(inside) > 1 and _CHAPTER_GRADER.match(inside[0]):
+            raise PermissionError("answers must be your own code: the graders' files cannot be read while your "
+                                  "answer is graded")
 
 
-def _reference_used(namespace: dict[str, Any]) -> bool:
-    """An answer that came from the reference package however it was loaded (a copy of its file too)."""
+_JUDGE_CODE_CALLED: list[str] = []
+
+
+def _withheld(name: str) -> Any:
+    def withheld(*args: Any, **kwargs: Any) -> Any:
+        _JUDGE_CODE_CALLED.append(name)
+        raise StudentRaised(StudentError(
+            "forbidden", f"answers must be your own code: your answer calls the grader's own `{name}`, which "
+                         "computes the expected values and is not available while your answer is graded"))
+
+    return withheld
+
+
+def _withhold_judge_code() -> None:
+    """Replace every grader function marked ``judge_only`` (graders.registry) in this process: the student's
+    code runs here, the expected values are computed in the judge."""
+    from graders import registry
+
+    registry.load_all_chapters()
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("graders.ch") or module is None:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if getattr(value, "__course_judge_only__", False):
+                setattr(module, attribute, _withheld(attribute))
+
+
+def _reference_used(namespace: dict[str, Any]) -> StudentError | None:
+    """An answer that came from the reference package however it was loaded (a copy of its file too), or that
+    called a grader's expected-value code (even if it caught the error that call raised)."""
+    if _JUDGE_CODE_CALLED:
+        return StudentError("forbidden", f"answers must be your own code: your answer calls the grader's own "
+                                         f"`{_JUDGE_CODE_CALLED[0]}`, which computes the expected values and is not "
+                                         "available while your answer is graded")
     if any(m == "solutions" or m.startswith("solutions.") for m in list(sys.modules)):
-        return True
+        return _FORBIDDEN
     for value in list(namespace.values()):
         for item in [value, *vars(value).values()] if isinstance(value, type) else [value]:
             code = getattr(getattr(item, "__func__", item), "__code__", None)
             if code is not None and code.co_filename.startswith(_SOLUTIONS_DIR):
-                return True
-    return False
+                return _FORBIDDEN
+    return None
 
 
 _FORBIDDEN = StudentError("forbidden", "answers must be your own code: your answer uses the course's reference "
@@ -651,6 +690,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
         for name in [m for m in sys.modules if m == "solutions" or m.startswith("solutions.")]:
             del sys.modules[name]
         sys.meta_path.insert(0, _NoReferenceAnswers())
+        _withhold_judge_code()
         sys.addaudithook(_no_reading_reference_answers)  # a hook that code under grading cannot remove
     notes: list[str] = []
     _limit_memory(setup["memory_mb"], setup["device"])
@@ -663,8 +703,8 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
                 "missing", "define " + " and ".join(f"`{n}`" for n in missing) +
                 (": the exercise expects " + ("these names" if len(missing) > 1 else "this name") +
                  f", and {setup['label']} has no such name")))
-        if not setup["instructor"] and _reference_used(namespace):
-            raise StudentRaised(_FORBIDDEN)
+        if not setup["instructor"] and (forbidden := _reference_used(namespace)):
+            raise StudentRaised(forbidden)
     except StudentRaised as exc:
         _send(conn, "student_error", dataclasses.asdict(exc.error), notes)
         return
@@ -678,8 +718,8 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             return
         try:
             reply = _serve(student, message, device)
-            if not setup["instructor"] and _reference_used(namespace):
-                raise StudentRaised(_FORBIDDEN)
+            if not setup["instructor"] and (forbidden := _reference_used(namespace)):
+                raise StudentRaised(forbidden)
             _send(conn, "ok", wire.encode(reply), student.notes)
         except StudentRaised as exc:
             _send(conn, "student_error", dataclasses.asdict(exc.error), student.notes)

@@ -76,6 +76,17 @@ LOAD_ERRORS: dict[str, str] = {}
 _CHAPTER_PACKAGE = re.compile(r"ch\d\d_\w+$")
 
 
+def judge_only(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a grader function that computes expected values: it runs in the judge only.
+
+    The graders are installed with the course, so a student's answer could import one and return what it
+    computes. In the student's process (a non-instructor runner) every function marked so is replaced by
+    one that ends the grading with "answers must be your own code" (graders/isolation.py).
+    """
+    function.__course_judge_only__ = True
+    return function
+
+
 def exercise(id: str, chapter: str, names: Iterable[str]) -> Exercise:
     if id in REGISTRY:
         raise ValueError(f"exercise {id!r} is defined twice")

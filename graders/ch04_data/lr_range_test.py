@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from graders.compare import one_torch_thread, show, show_number, type_name
 from graders.isolation import RunnerStudent
 from graders.outcomes import StudentCodeError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
 LR_RANGE_TEST = exercise("lr_range_test", chapter="04_data", names=["lr_range_test", "suggest_lr"])
@@ -124,17 +124,20 @@ class _Run:
     raw: list[float]
 
 
+@judge_only
 def _reference(spec: dict, params: dict, device: torch.device, **flags: bool) -> _Run:
     """The specification as a script (see :func:`_run_reference`), remembered: it is deterministic."""
     return _run_reference(tuple(sorted(spec.items())), tuple(sorted(params.items())), str(device),
                           tuple(sorted(flags.items())))
 
 
+@judge_only
 @functools.lru_cache(maxsize=128)
 def _run_reference(spec_items: tuple, params_items: tuple, device: str, flags_items: tuple) -> _Run:
     return _script(dict(spec_items), dict(params_items), torch.device(device), **dict(flags_items))
 
 
+@judge_only
 def _script(spec: dict, params: dict, device: torch.device, *, stop: bool = True, zero_grad: bool = True,
             same_batch: bool = False, loss_after_step: bool = False) -> _Run:
     """The specification as a script; the keyword flags give known wrong variants, for diagnoses."""

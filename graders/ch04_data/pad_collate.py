@@ -20,7 +20,7 @@ from graders.ch04_data.range_stream import run_loader
 from graders.compare import difference, dtype_name, show, type_name
 from graders.isolation import RunnerStudent
 from graders.outcomes import StudentCodeError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 PAD_COLLATE = exercise("pad_collate", chapter="04_data", names=["pad_collate"])
@@ -76,6 +76,7 @@ def _relayout(tokens: torch.Tensor, layout: str) -> torch.Tensor:
     return base[:, 1]
 
 
+@judge_only
 def _expected(batch: Batch) -> tuple[list[list[int]], list[int], list[int]]:
     """The specification, on plain Python lists: the sequence, then zeros up to the longest."""
     rows = [item[0].tolist() for item in batch]

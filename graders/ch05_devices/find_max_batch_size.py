@@ -22,7 +22,7 @@ import torch
 
 from graders.isolation import RunnerStudent, StudentRaised, describe_exception
 from graders.outcomes import StudentCodeError, StudentError, fail
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 FIND_MAX_BATCH_SIZE = exercise("find_max_batch_size", chapter="05_devices", names=["find_max_batch_size"])
@@ -208,6 +208,7 @@ class Run(NamedTuple):
         return f"find_max_batch_size({args}) where {fits}"
 
 
+@judge_only
 def probes(start: int, limit: int, threshold: int, middle=lambda lo, hi: (lo + hi) // 2) -> tuple[list[int], int | None]:
     """The sizes the specification's search tries, in order, and its answer (None: even start does not fit).
     ``middle`` picks the bisection's next size (another one gives a known wrong search, to name a cause)."""

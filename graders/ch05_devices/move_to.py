@@ -29,7 +29,7 @@ from torch.overrides import TorchFunctionMode
 
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 MOVE_TO = exercise("move_to", chapter="05_devices", names=["move_to"])
@@ -385,6 +385,7 @@ def move_scenario(student: RunnerStudent, recipe: str, seed: int, source_device:
 # ==================================================================================================
 # In the judge: what the specification promises for an input
 # ==================================================================================================
+@judge_only
 def expected(obj: Any, target: Any, paths: dict[int, str]) -> dict[str, Any]:
     """The description of ``move_to(obj, target)`` as the specification defines it (its own walk)."""
 

@@ -28,7 +28,7 @@ from graders.ch03_modules.glu import Live, call_text, observe, observing
 from graders.compare import difference, dtype_name, show
 from graders.isolation import StudentRaised
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
 POSITIONAL_ENCODING = exercise("positional_encoding", chapter="05_devices", names=["PositionalEncoding"])
@@ -45,6 +45,7 @@ SYNC_METHODS = ("item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__floa
 DTYPE_RTOL = {torch.float64: 1e-12, torch.float32: 4e-7, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
+@judge_only
 def encoding(dim: int, max_len: int) -> torch.Tensor:
     """The specification's table in float64: pe[p, 2i] = sin(p / 10000 ** (2i / dim)), pe[p, 2i + 1] = cos(...)."""
     p = torch.arange(max_len, dtype=torch.float64)[:, None]
@@ -320,6 +321,7 @@ def encoding_values(student: Submission, device: torch.device) -> None:
         _check_table(seen[f"{i}.facts"], _label(args, kwargs), dim, max_len)
 
 
+@judge_only
 def _expected_sum(x: torch.Tensor, dim: int, max_len: int) -> torch.Tensor:
     return x.double() + encoding(dim, max_len)[: x.shape[1]]
 

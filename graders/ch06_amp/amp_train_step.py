@@ -23,7 +23,7 @@ from torch import nn
 from graders.ch03_modules.glu import Live, observe, observing
 from graders.compare import difference, dtype_name, one_torch_thread, show, show_number
 from graders.outcomes import fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 AMP_TRAIN_STEP = exercise("amp_train_step", chapter="06_amp", names=["amp_train_step"])
@@ -141,11 +141,13 @@ class _StepCounter:
 # ==================================================================================================
 # The specified step and the wrong ones students write (in the judge)
 # ==================================================================================================
+@judge_only
 def _norm(model: nn.Module) -> float:
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     return float(torch.nn.utils.get_total_norm(grads)) if grads else 0.0
 
 
+@judge_only
 def _wrong_norms(model: nn.Module) -> dict[str, float]:
     """Norms students take instead of the total 2-norm of the gradients, with what each one is."""
     grads = [p.grad.double() for p in model.parameters() if p.grad is not None]
@@ -162,6 +164,7 @@ def _wrong_norms(model: nn.Module) -> dict[str, float]:
             "the square root is missing: this is the sum of squared gradients": float(flat.pow(2).sum())}
 
 
+@judge_only
 def reference_step(setup: dict[str, Any], dtype: torch.dtype = torch.float16, max_norm: float | None = None,
                    variant: str | None = None) -> tuple[float, float, bool]:
     model, optimizer, scaler = setup["model"], setup["optimizer"], setup["scaler"]
@@ -192,6 +195,7 @@ def reference_step(setup: dict[str, Any], dtype: torch.dtype = torch.float16, ma
     return loss.item(), norm, counter.count == 0
 
 
+@judge_only
 def reference_run(config: dict[str, Any], device: torch.device, variant: str | None = None) -> list[dict[str, Any]]:
     with one_torch_thread():
         setup = build_setup(config, str(device))

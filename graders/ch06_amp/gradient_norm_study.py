@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 from graders.ch03_modules.glu import Live, observe, observing
 from graders.compare import difference, dtype_name, one_torch_thread, show, show_number
 from graders.outcomes import fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
 GRADIENT_NORM_STUDY = exercise("gradient_norm_study", chapter="06_amp",
@@ -163,6 +163,7 @@ def _case(grads: Sequence[torch.Tensor | None], *, form: str = "list", norm_type
             "norm_type": norm_type, "label": label}
 
 
+@judge_only
 def _expected_norm(case: dict[str, Any]) -> float:
     grads = [g.clone() for g in case["grads"] if g is not None]
     norm_type = 2.0 if case["norm_type"] is None else case["norm_type"]
@@ -171,6 +172,7 @@ def _expected_norm(case: dict[str, Any]) -> float:
     return float(torch.nn.utils.get_total_norm(grads, norm_type).item())
 
 
+@judge_only
 def _norm_of(tensors: list[torch.Tensor], p: float) -> float:
     if not tensors:
         return 0.0
@@ -426,6 +428,7 @@ def _initialise(live: Live, cases: list[dict[str, Any]]) -> None:
                                       if identities.get(name) != id(p)]
 
 
+@judge_only
 def _expected_init(case: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The specification's calls, in model.modules() order, on the judge's own copy of the model."""
     model = build_model(case["model"], case["dtype"])
@@ -597,6 +600,7 @@ def study_data(n: int, features: int, outputs: int, dtype: torch.dtype) -> tuple
     return x.to(dtype), y.to(dtype)
 
 
+@judge_only
 def reference_study(factory: ModelFactory, inputs: torch.Tensor, targets: torch.Tensor, schemes: Sequence[str],
                     kwargs: dict[str, Any]) -> tuple[dict[str, list[float]], list[dict[str, torch.Tensor]]]:
     """The specification's loop, written out; norms from get_total_norm (which the student may not call)."""
