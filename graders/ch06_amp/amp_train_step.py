@@ -55,10 +55,21 @@ class AmpNet(nn.Module):
 class ProbedLoss:
     """mse_loss that records the autocast state around it and, on chosen calls, poisons the gradients."""
 
-    def __init__(self, device_type: str, poison: dict[int, float]) -> None:
+    def __init__(self, device_type: str, poison: dict[int, float], poisoned: torch.Tensor | None = None) -> None:
         self.device_type = device_type
         self.poison = poison
         self.calls: list[dict[str, Any]] = []
+        self.poisons_a_parameter = poisoned is not None
+        if poisoned is not None:  # only this parameter's gradient is poisoned, on the chosen calls
+            poisoned.register_hook(self._poison_parameter)
+
+    def _poison_parameter(self, grad: torch.Tensor) -> torch.Tensor:
+        value = self.poison.get(len(self.calls) - 1)
+        if value is None:
+            return grad
+        grad = grad.clone()
+        grad.view(-1)[0] = value
+        return grad
 
     def __call__(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         call = {"autocast": torch.is_autocast_enabled(self.device_type),
@@ -66,7 +77,7 @@ class ProbedLoss:
                 "outputs_dtype": dtype_name(outputs.dtype), "backward_autocast": None}
         self.calls.append(call)
         value = self.poison.get(len(self.calls) - 1)
-        if value is not None and outputs.requires_grad:
+        if value is not None and outputs.requires_grad and not self.poisons_a_parameter:
             outputs.register_hook(lambda grad: grad * value)
         loss = F.mse_loss(outputs, targets)
         if loss.requires_grad:
@@ -87,6 +98,10 @@ def build_setup(config: dict[str, Any], device: str) -> dict[str, Any]:
     kind = config["optimizer"]
     if kind == "sgd":
         optimizer = torch.optim.SGD(held, lr=0.05, momentum=0.9)
+    elif kind == "sgd_groups":  # the first layer in a group of its own, with its own learning rate
+        first = [p for name, p in model.named_parameters() if name.startswith("body.0.")]
+        optimizer = torch.optim.SGD([{"params": first, "lr": 0.2}, {"params": [p for p in held if all(
+            p is not q for q in first)]}], lr=0.05, momentum=0.9)
     elif kind == "adam":
         optimizer = torch.optim.Adam(held, lr=1e-3)
     else:
@@ -101,7 +116,9 @@ def build_setup(config: dict[str, Any], device: str) -> dict[str, Any]:
         stale = [torch.randn(p.shape) * 3 for p in model.parameters()]
         for p, g in zip(model.parameters(), stale):
             p.grad = g.to(device)
-    loss_fn = ProbedLoss(torch.device(device).type, {int(k): v for k, v in config.get("poison", {}).items()})
+    # "poison_bias": one entry of the last layer's bias gradient, so that the other gradients stay finite
+    loss_fn = ProbedLoss(torch.device(device).type, {int(k): v for k, v in config.get("poison", {}).items()},
+                         model.body[4].bias if config.get("poison_bias") else None)
     return {"model": model, "optimizer": optimizer, "scaler": scaler, "loss_fn": loss_fn,
             "inputs": inputs.to(device), "targets": targets.to(device)}
 
@@ -236,7 +253,11 @@ def _returned_facts(value: Any) -> dict[str, Any]:
     items = list(value) if isinstance(value, (tuple, list)) else None
     facts["length"] = len(items) if items is not None else None
     if items is not None:
-        facts["items"] = [{"type": type(v).__name__,
+        facts["items"] = [{"type": f"{type(v).__module__}.{type(v).__name__}".removeprefix("builtins.")
+                           .removeprefix("torch."),
+                           # float subclasses (NumPy's float64 is one) count as floats; only a real bool is a bool
+                           "kind": "bool" if isinstance(v, bool) else "float" if isinstance(v, float) else
+                           "int" if isinstance(v, int) else "other",
                            "value": float(v) if isinstance(v, (int, float)) else
                            float(v.detach().float().reshape(-1)[0]) if isinstance(v, torch.Tensor) and v.numel() == 1
                            else None} for v in items]
@@ -267,6 +288,8 @@ def _train(live: Live, config: dict[str, Any], device: str) -> None:
 def config_label(config: dict[str, Any]) -> str:
     scaler = ", ".join(f"{k}={v!r}" for k, v in config["scaler"].items())
     optimizer = {"sgd": "SGD(lr=0.05, momentum=0.9)", "adam": "Adam(lr=1e-3)",
+                 "sgd_groups": "SGD with two parameter groups (the first layer at lr=0.2, the rest at lr=0.05), "
+                               "momentum=0.9",
                  "adamw": "AdamW(lr=1e-3, weight_decay=0.1)"}[config["optimizer"]]
     model = "an MLP 6-16-16-3 with ReLU"
     if config.get("frozen_extras"):
@@ -277,8 +300,9 @@ def config_label(config: dict[str, Any]) -> str:
                        for k, v in step_kwargs(config).items())
     extras = []
     if config.get("poison"):
-        extras.append("gradients poisoned with " + ", ".join(
-            f"{'inf' if math.isinf(v) else 'NaN'} in step {int(k) + 1}" for k, v in config["poison"].items()))
+        extras.append(("one entry of the last bias's gradient" if config.get("poison_bias") else "gradients")
+                      + " poisoned with " + ", ".join(f"{'inf' if math.isinf(v) else 'NaN'} in step {int(k) + 1}"
+                                                     for k, v in config["poison"].items()))
     if config.get("stale"):
         extras.append("old gradients left on every parameter before the first call")
     return (f"{config['steps']} calls of amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets"
@@ -348,12 +372,15 @@ class _Judgement:
         names = ["loss", "grad_norm", "skipped"]
         wanted = ["float", "float", "bool"]
         for name, want, item in zip(names, wanted, facts["items"]):
-            if item["type"] != want:
+            if item["kind"] != want:
                 cause = None
                 if item["type"] == "Tensor":
-                    cause = f"{name} is a tensor: return a Python {want} (.item(), or bool(...))"
-                elif want == "float" and item["type"] == "int":
+                    cause = f"{name} is a tensor: return a Python {want} (" + (".item())" if want == "float" else
+                                                                                 "bool(...))")
+                elif want == "float" and item["kind"] == "int":
                     cause = f"{name} is an int; return a float (0.0, not 0)"
+                elif item["type"].startswith("numpy."):
+                    cause = f"{name} is a NumPy {item['type'][6:]}: return a Python {want} ({want}(...))"
                 fail_mismatch(f"{name} must be a Python {want}", given=given, expected=f"a {want}",
                               got=f"a {item['type']}", cause=cause)
         return facts["items"][0]["value"], facts["items"][1]["value"], bool(facts["items"][2]["value"])
@@ -367,7 +394,7 @@ class _Judgement:
             cause = None
             if not right_skipped and not self.config["scaler"].get("enabled", True):
                 cause = ("a disabled scaler (enabled=False) never skips: scaler.step calls optimizer.step() whatever "
-                         "the gradients; ask whether optimizer.step() ran, not whether the norm is finite")
+                         "the gradients; skipped must say whether optimizer.step() ran")
             elif right_skipped and stepped == 0:
                 cause = ("the step was skipped but reported as taken: skipped must be True exactly when scaler.step "
                          "did not call optimizer.step()")
@@ -505,7 +532,9 @@ def clips_after_unscaling(student: Submission, device: torch.device) -> None:
     """With max_norm, the unscaled gradients are clipped (after unscale_, before the step)."""
     for config in [{"optimizer": "sgd", "scaler": GROWING, "steps": 2, "max_norm": 0.1, "seed": 6},
                    {"optimizer": "adamw", "scaler": {"init_scale": 2.0 ** 15}, "steps": 2, "max_norm": 1e-3,
-                    "frozen_extras": True, "seed": 7}]:
+                    "frozen_extras": True, "seed": 7},
+                   # max_norm=0.0 is given (not None): every gradient is clipped to zero
+                   {"optimizer": "adamw", "scaler": GROWING, "steps": 2, "max_norm": 0.0, "seed": 16}]:
         _judge(student, config, device)
 
 
@@ -513,6 +542,8 @@ def clips_after_unscaling(student: Submission, device: torch.device) -> None:
 def skips_overflowing_step(student: Submission, device: torch.device) -> None:
     """An inf/NaN gradient: skipped is True, parameters and optimizer state unchanged, the scale backed off."""
     for config in [{"optimizer": "sgd", "scaler": GROWING, "steps": 3, "poison": {"1": float("inf")}, "seed": 8},
+                   {"optimizer": "sgd", "scaler": GROWING, "steps": 2, "poison": {"0": float("inf")},
+                    "poison_bias": True, "seed": 18},
                    {"optimizer": "adam", "scaler": {"init_scale": 2.0 ** 12, "growth_interval": 3}, "steps": 3,
                     "poison": {"0": float("nan"), "2": float("inf")}, "max_norm": 0.5, "seed": 9}]:
         judgement = _judge(student, config, device, first="returned")
@@ -527,6 +558,9 @@ def disabled_scaler_never_skips(student: Submission, device: torch.device) -> No
     """With GradScaler(enabled=False) in bfloat16 every call steps (even on NaN gradients) and reports skipped False."""
     for config in [{"optimizer": "sgd", "scaler": {"enabled": False}, "steps": 3, "dtype": torch.bfloat16,
                     "poison": {"1": float("nan")}, "seed": 10},
+                   # One NaN entry in one gradient: the step spreads it to that parameter only.
+                   {"optimizer": "sgd", "scaler": {"enabled": False}, "steps": 2, "dtype": torch.bfloat16,
+                    "poison": {"0": float("nan")}, "poison_bias": True, "seed": 17},
                    {"optimizer": "adam", "scaler": {"enabled": False}, "steps": 2, "dtype": torch.bfloat16,
                     "max_norm": 0.2, "seed": 11}]:
         _judge(student, config, device, first="returned")
@@ -567,6 +601,7 @@ def autocast_forward_only(student: Submission, device: torch.device) -> None:
 def zeroes_stale_gradients(student: Submission, device: torch.device) -> None:
     """Gradients left over from before the call are cleared first; they never reach the step."""
     for config in [{"optimizer": "sgd", "scaler": GROWING, "steps": 2, "stale": True, "seed": 14},
+                   {"optimizer": "sgd_groups", "scaler": GROWING, "steps": 2, "stale": True, "seed": 19},
                    {"optimizer": "adam", "scaler": {"enabled": False}, "steps": 1, "dtype": torch.bfloat16,
                     "stale": True, "seed": 15}]:
         _judge(student, config, device)

@@ -125,7 +125,6 @@ def _norms(live: Live, cases: list[dict[str, Any]], device: str) -> None:
     for i, case in enumerate(cases):
         leaves = _leaves(case, device)
         grads_before = [leaf.grad for leaf in leaves]
-        copies = [g.clone() if g is not None else None for g in grads_before]
         parameters = _passed_as(leaves, case["form"])
         args = (parameters,) if case["norm_type"] is None else (parameters, case["norm_type"])
         watch = _NormHelpersWatch()
@@ -137,9 +136,10 @@ def _norms(live: Live, cases: list[dict[str, Any]], device: str) -> None:
         live.seen[f"{i}.result"] = _result_facts(result)
         grads_after = [leaf.grad for leaf in leaves]
         live.seen[f"{i}.grads_replaced"] = [a is not b for a, b in zip(grads_after, grads_before)]
-        live.seen[f"{i}.grads_changed"] = [
-            (a is None) != (c is None) or (a is not None and not torch.equal(a.nan_to_num(nan=7.25), c.nan_to_num(nan=7.25)))
-            for a, c in zip(grads_after, copies)]
+        # Copies go to the judge, which compares them with the gradients it sent (never compare here: the
+        # student's code shares this process and could patch the comparison).
+        live.seen[f"{i}.grads_after"] = [g.detach().to("cpu").clone() if isinstance(g, torch.Tensor) else None
+                                         for g in grads_after]
 
 
 # ==================================================================================================
@@ -320,7 +320,10 @@ def total_grad_norm_leaves_gradients(student: Submission, device: torch.device) 
     seen = _judge_norms(student, cases, device)  # first: the norms are right (doing nothing changes nothing)
     for i, case in enumerate(cases):
         replaced = [j for j, r in enumerate(seen[f"{i}.grads_replaced"]) if r]
-        changed = [j for j, c in enumerate(seen[f"{i}.grads_changed"]) if c]
+        changed = [j for j, (after, sent) in enumerate(zip(seen[f"{i}.grads_after"], case["grads"]))
+                   if (after is None) != (sent is None) or (sent is not None and not (
+                       after.shape == sent.shape and after.dtype == sent.dtype
+                       and bool(torch.isclose(after, sent, rtol=0, atol=0, equal_nan=True).all())))]
         if changed:
             fail(f"{case['label']} changed the values of gradient {changed[0]} (of {len(case['grads'])}); it must "
                  "only read them\n  likely cause: an in-place operation on p.grad (p.grad.mul_, .div_, .abs_, "
@@ -525,6 +528,11 @@ def _init_weight_cause(case: dict[str, Any], name: str, value: torch.Tensor, sta
     wrong = _wrong_init_cause(case, name, value)
     if wrong:
         return wrong
+    right = _expected_init(case).get(name)
+    if right is not None and torch.allclose(value, right, rtol=1e-5, atol=1e-7):
+        return ("the values agree with the nn.init call only to rounding, not bit for bit: the result must equal "
+                "that call's, so call the nn.init function itself (a bound or std computed by hand rounds "
+                "differently)")
     # Right distribution, other numbers: the draws came from somewhere else or in another order.
     if case["seed"] is not None:
         return ("the values were not drawn from `generator` in model.modules() order: pass generator=generator to "
@@ -559,11 +567,17 @@ def init_weights_only_linear(student: Submission, device: torch.device) -> None:
 def init_weights_rejects_unknown_scheme(student: Submission, device: torch.device) -> None:
     """An unknown scheme raises ValueError; the three known ones do not."""
     _judge_init(student, [_init_case("linear", scheme, seed=4) for scheme in SCHEMES], what="a known scheme")
-    for scheme in ["kaiming_uniform", "xavier", "Xavier_Uniform", "", "one", "zeros"]:
-        expect_error(student, ValueError, "init_weights_", (nn.Linear(3, 2), scheme),
-                     call=f"init_weights_(Linear(3, 2), {scheme!r})", why=f"{scheme!r} is not a known scheme",
-                     cause="the scheme is not checked against the three known ones (an if/elif chain without a final "
-                           "else: raise ValueError)",
+    cases = [(nn.Linear(3, 2), "Linear(3, 2)", scheme)
+             for scheme in ["kaiming_uniform", "xavier", "Xavier_Uniform", "", "one", "zeros"]]
+    # The scheme is wrong whatever the model holds: a model without any Linear too.
+    cases.append((nn.Sequential(nn.Conv1d(1, 2, 3), nn.ReLU()), "Sequential(Conv1d(1, 2, 3), ReLU())", "normal"))
+    for model, shown, scheme in cases:
+        expect_error(student, ValueError, "init_weights_", (model, scheme),
+                     call=f"init_weights_({shown}, {scheme!r})", why=f"{scheme!r} is not a known scheme",
+                     cause="the scheme is checked only when a Linear is found: check it first, whatever the model "
+                           "holds" if "Conv1d" in shown else
+                     "the scheme is not checked against the three known ones (an if/elif chain without a final "
+                     "else: raise ValueError)",
                      other_error_cause="the specification asks for ValueError (a dict lookup raises KeyError: "
                                        "check `scheme in schemes` first)")
 
@@ -650,7 +664,10 @@ def _run_study(live: Live, sizes: list[int], activation: str, inputs: torch.Tens
             items = list(value) if isinstance(value, (list, tuple)) else None
             live.seen["lists"][str(key)] = {
                 "type": type(value).__name__,
-                "types": sorted({type(v).__name__ for v in items}) if items is not None else [],
+                # float subclasses (NumPy's float64 is one) are floats
+                "types": sorted({"float" if isinstance(v, float) else f"{type(v).__module__}.{type(v).__name__}"
+                                 .removeprefix("builtins.").removeprefix("torch.") for v in items})
+                if items is not None else [],
                 "values": [float(v) if isinstance(v, (int, float, torch.Tensor)) and (not isinstance(v, torch.Tensor)
                                                                                     or v.numel() == 1) else math.nan
                            for v in items] if items is not None else None}
@@ -745,8 +762,8 @@ def _judge_norm_lists(study: _Study, lists: dict[str, list[float]], device: torc
                      "order is zero_grad, forward, loss, backward, then the norm")
         step = int((~torch.isclose(got, right, rtol=rtol, atol=STUDY_ATOL, equal_nan=True)).nonzero()[0])
         first = (" (already the first step, before any update: look at the initial model — init_weights_ with a "
-                 "generator seeded with `seed` for each scheme, then the dtype of inputs — the loss, and the norm "
-                 "itself)" if step == 0 else " (the first steps agree, so look at the update: clipping, the step, "
+                 "generator seeded with `seed` for each scheme, then the dtype of inputs — the first batch, "
+                 "inputs[0:batch_size], the loss, and the norm itself)" if step == 0 else " (the first steps agree, so look at the update: clipping, the step, "
                                              "the batches)")
         fail_mismatch(f"the gradient norms for {key!r} differ from the specified training", given=study.label,
                       expected=show(right), got=show(got),
