@@ -63,7 +63,6 @@ NOTE_CHARS = 300
 
 _GRADERS_DIR = str(Path(__file__).resolve().parent)
 _SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
-_GRADERS_DIR = str(Path(__file__).resolve().parent)
 _CHAPTER_GRADER = re.compile(r"ch\d\d_\w+$")
 _NOTEBOOK_FILE = re.compile(r"ipykernel_\d+|<ipython-input")
 
