@@ -64,6 +64,16 @@ def close(got: torch.Tensor, expected: torch.Tensor, *, rtol: float, atol: float
     return bool(torch.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).all())
 
 
+def close_number(got: float, expected: float, *, rtol: float, atol: float = 0.0, any_nonfinite: bool = False) -> bool:
+    """Two floats within ``atol + rtol * |expected|``. NaN matches NaN and inf the same inf; with
+    ``any_nonfinite`` (a spec that says "inf or NaN") any non-finite result matches any non-finite expected one."""
+    if not (math.isfinite(got) and math.isfinite(expected)):
+        if any_nonfinite:
+            return not math.isfinite(got) and not math.isfinite(expected)
+        return (math.isnan(got) and math.isnan(expected)) or got == expected
+    return abs(got - expected) <= atol + rtol * abs(expected)
+
+
 def difference(got: torch.Tensor, expected: torch.Tensor, *, rtol: float = 0.0, atol: float = 0.0) -> str:
     """Where the largest disagreement is, by how much, and how many elements disagree."""
     a = got.detach().to("cpu", torch.float64)

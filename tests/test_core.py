@@ -207,3 +207,15 @@ def test_student_error_carries_facts_not_just_text():
 def test_every_chapter_grader_module_loads():
     graders.load_all_chapters()
     assert graders.LOAD_ERRORS == {}
+
+
+@pytest.mark.parametrize("got, expected, any_nonfinite, same", [
+    (1.0 + 1e-6, 1.0, False, True), (1.0 + 1e-4, 1.0, False, False),
+    (float("nan"), float("nan"), False, True), (float("inf"), float("inf"), False, True),
+    (float("nan"), float("inf"), False, False), (float("-inf"), float("inf"), False, False),
+    (float("nan"), float("inf"), True, True), (5.0, float("inf"), True, False), (float("nan"), 5.0, True, False),
+])
+def test_close_number_treats_non_finite_values_as_told(got, expected, any_nonfinite, same):
+    from graders.compare import close_number
+
+    assert close_number(got, expected, rtol=1e-5, any_nonfinite=any_nonfinite) is same

@@ -22,7 +22,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from graders.ch03_modules.glu import Live, observe, observing
-from graders.compare import difference, dtype_name, one_torch_thread, show, show_number
+from graders.compare import close_number, difference, dtype_name, one_torch_thread, show, show_number
 from graders.outcomes import fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
@@ -179,12 +179,8 @@ def _norm_of(tensors: list[torch.Tensor], p: float) -> float:
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t.double(), p) for t in tensors]), p))
 
 
-def _close_number(got: float, expected: float, rtol: float = NORM_RTOL) -> bool:
-    if math.isnan(expected) or math.isnan(got):
-        return math.isnan(expected) and math.isnan(got)
-    if math.isinf(expected) or math.isinf(got):
-        return got == expected
-    return abs(got - expected) <= rtol * abs(expected) + 1e-30
+def _close_number(got: float, expected: float) -> bool:
+    return close_number(got, expected, rtol=NORM_RTOL, atol=1e-30)
 
 
 def _norm_cause(case: dict[str, Any], got: float, expected: float) -> str | None:
@@ -438,17 +434,23 @@ def _expected_init(case: dict[str, Any]) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(case["seed"]) if case["seed"] is not None else None
     if generator is None:
         torch.manual_seed(case["global_seed"])
+    return _parameters_of(_initialise_as_specified(model, case["scheme"], generator))
+
+
+@judge_only
+def _initialise_as_specified(model: nn.Module, scheme: str, generator: torch.Generator | None) -> nn.Module:
+    """The specification's nn.init calls, in model.modules() order."""
     for module in model.modules():
         if isinstance(module, nn.Linear):
-            if case["scheme"] == "xavier_uniform":
+            if scheme == "xavier_uniform":
                 nn.init.xavier_uniform_(module.weight, gain=1.0, generator=generator)
-            elif case["scheme"] == "kaiming_normal":
+            elif scheme == "kaiming_normal":
                 nn.init.kaiming_normal_(module.weight, mode="fan_in", nonlinearity="relu", generator=generator)
             else:
                 nn.init.ones_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
-    return _parameters_of(model)
+    return model
 
 
 def _init_case(model: str, scheme: str, *, seed: int | None = 7, dtype: torch.dtype = torch.float32,
@@ -623,16 +625,7 @@ def reference_study(factory: ModelFactory, inputs: torch.Tensor, targets: torch.
     with one_torch_thread():
         for scheme in schemes:
             model = factory()
-            generator = torch.Generator().manual_seed(options["seed"])
-            for module in model.modules():
-                if isinstance(module, nn.Linear):
-                    if scheme == "xavier_uniform":
-                        nn.init.xavier_uniform_(module.weight, generator=generator)
-                    elif scheme == "kaiming_normal":
-                        nn.init.kaiming_normal_(module.weight, mode="fan_in", nonlinearity="relu", generator=generator)
-                    else:
-                        nn.init.ones_(module.weight)
-                    nn.init.zeros_(module.bias)
+            _initialise_as_specified(model, scheme, torch.Generator().manual_seed(options["seed"]))
             model.to(inputs.device, inputs.dtype)
             optimizer = torch.optim.SGD(model.parameters(), lr=options["lr"])
             norms = []
