@@ -31,7 +31,6 @@
 #    `grad_norm_study`) and `amp_train_step` — and put them to work.
 
 # %%
-import contextlib
 import copy
 import math
 import statistics
@@ -991,7 +990,7 @@ check("amp_train_step", globals(), "clips_after_unscaling", "autocast_forward_on
 # each of the three initialisations: 50 epochs of 8 batches, 400 steps per run, SGD with `lr=0.01`,
 # clipping at `max_norm=1`. `make_model` below also keeps every model it builds (training changes them
 # in place, so afterwards they are the trained models) and watches, with a hook on each hidden `Linear`'s
-# weight, the largest gradient entry it ever receives. The study runs on one thread (restored afterwards),
+# weight, the largest gradient entry it ever receives. Like the whole chapter, the study runs on one thread,
 # from float32 weights made on the CPU, so that its numbers are reproducible.
 
 # %%
@@ -1026,22 +1025,11 @@ class WatchedMLP:
         return model
 
 
-@contextlib.contextmanager
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 SCHEMES = ("xavier_uniform", "kaiming_normal", "ones")
 makers, study = {}, {}
-with one_torch_thread():
-    for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
-        makers[name] = WatchedMLP(activation)
-        study[name] = grad_norm_study(makers[name], x_study, y_study, SCHEMES)
+for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
+    makers[name] = WatchedMLP(activation)
+    study[name] = grad_norm_study(makers[name], x_study, y_study, SCHEMES)
 plot_log_curves({f"MLP with {name}": curves for name, curves in study.items()}, threshold=1.0,
                 threshold_label="max_norm = 1 (clipping threshold)", xlabel="step (8 per epoch)",
                 ylabel="total gradient norm before clipping", title="the gradient norm study: 400 SGD steps per run")
