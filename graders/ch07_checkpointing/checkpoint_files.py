@@ -1,0 +1,381 @@
+"""latest_checkpoint(directory) and rotate_checkpoints(directory, keep): find and prune ``step_<N>.pt`` files.
+
+The judge lays out a real directory in a temporary folder (checkpoints, look-alike names that are not
+checkpoints, folders), the student's function runs on it in the runner, and a scenario reports what came
+back as observations (the type of each path and its text). The judge knows which names are checkpoints
+and works out the expected answer itself; afterwards it lists the directory to see what was deleted.
+Every temporary folder is removed, whether the check passed or not.
+
+When a look-alike (``step_٣.pt``, ``step_1_0.pt``, a folder named ``step_99.pt``) comes back as the latest
+checkpoint, or is deleted, the failure names that look-alike and why it is not a checkpoint: the decoys
+carry step numbers larger than every real one, so any decoy taken for a checkpoint shows up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from graders.isolation import RunnerStudent
+from graders.outcomes import StudentCodeError, fail, fail_mismatch
+from graders.registry import exercise, judge_only
+from graders.student import Submission, expect_error
+
+CHECKPOINT_FILES = exercise("checkpoint_files", chapter="07_checkpointing",
+                            names=["latest_checkpoint", "rotate_checkpoints"])
+
+# Names that look like checkpoints and are not, each with the reason a student's pattern lets it through.
+# Their numbers are larger than any real checkpoint's, so accepting one changes the answer.
+DECOY_FILES = {
+    "step_12.pt.tmp": "a temporary file (it ends in .tmp, not .pt)",
+    ".step_13.pt.x7.tmp": "a temporary file left by an atomic save",
+    "step_14.pt.bak": "a backup copy (the name must end exactly in .pt)",
+    "xstep_15.pt": "the name must start with step_ (a search, not a full match)",
+    "Step_16.pt": "names are case-sensitive: Step_ is not step_",
+    "step_17.PT": "names are case-sensitive: .PT is not .pt",
+    "step_.pt": "N must have at least one digit",
+    "step_18a.pt": "N must be digits only",
+    "step_-19.pt": "N must be digits only (int() accepts a sign)",
+    "step_+20.pt": "N must be digits only (int() accepts a sign)",
+    "step_ 21.pt": "N must be digits only (int() ignores spaces)",
+    "step_2_2.pt": "N must be digits only (int() accepts underscores between digits)",
+    "step_\u0662\u0663.pt": "N must be ASCII digits (str.isdigit() and \\d also accept Arabic-Indic digits such as ٢٣)",
+    "step_\uff12\uff14.pt": "N must be ASCII digits (str.isdigit() and \\d also accept full-width digits such as ２４)",
+    "step_25.pt.pt": "the name must be exactly step_<N>.pt",
+    "step_27Xpt": "the dot must be a real dot (an unescaped . in a pattern matches any character)",
+    "step__26.pt": "N must be digits only",
+    "notes.txt": "not a checkpoint name at all",
+}
+DECOY_FOLDERS = {"step_99.pt": "a folder, not a regular file"}
+
+
+# ==================================================================================================
+# Directories on disk (made and removed by the judge)
+# ==================================================================================================
+@contextlib.contextmanager
+def _directory(files: list[str], folders: tuple[str, ...] = ()) -> Iterator[pathlib.Path]:
+    """A temporary ``checkpoints`` folder holding ``files`` (each with its own name as content) and ``folders``."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-files-"))
+    try:
+        directory = root / "checkpoints"
+        directory.mkdir()
+        for name in files:
+            (directory / name).write_text(name)
+        for name in folders:
+            (directory / name).mkdir()
+            (directory / name / "inside.txt").write_text("a file inside a folder")
+        yield directory
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _contents(directory: pathlib.Path) -> dict[str, str]:
+    """Every entry of ``directory`` (folders as ``<folder>``) with its content, to see what changed."""
+    if not directory.is_dir():
+        return {}
+    return {entry.name: f"<folder {sorted(os.listdir(entry))}>" if entry.is_dir() else entry.read_text()
+            for entry in directory.iterdir()}
+
+
+_STEP = re.compile(r"step_([0-9]+)\.pt")
+
+
+@judge_only
+def _checkpoints_oldest_first(names: list[str]) -> list[str]:
+    """The specified order: by N as a number, equal N by name (``names`` are regular files)."""
+    found = [(int(m.group(1)), name) for name in names if (m := _STEP.fullmatch(name))]
+    return [name for _, name in sorted(found)]
+
+
+# ==================================================================================================
+# In the runner: call the student's function, describe what came back
+# ==================================================================================================
+def _describe_path(value: Any) -> dict[str, Any]:
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    return {"type": type(value).__name__, "is_path": isinstance(value, pathlib.Path), "text": text,
+            "repr": repr(value)[:300]}
+
+
+def run_and_describe(student: RunnerStudent, name: str, *args: Any) -> dict[str, Any]:
+    """Call the student's ``name(*args)`` and describe its result: None, one path, or a list of paths."""
+    result = student.call(name, *args)
+    if result is None:
+        return {"kind": "none"}
+    if isinstance(result, (list, tuple)):
+        return {"kind": "sequence", "type": type(result).__name__, "items": [_describe_path(v) for v in result]}
+    return {"kind": "one", **_describe_path(result)}
+
+
+# ==================================================================================================
+# In the judge: what each result means
+# ==================================================================================================
+def _shown(observed: dict[str, Any]) -> str:
+    if observed["kind"] == "none":
+        return "None"
+    if observed["kind"] == "sequence":
+        items = ", ".join(_shown_path(item) for item in observed["items"][:8])
+        more = ", …" if len(observed["items"]) > 8 else ""
+        return f"a {observed['type']} [{items}{more}]"
+    return _shown_path(observed)
+
+
+def _shown_path(item: dict[str, Any]) -> str:
+    return item["repr"] if not item["is_path"] else f"Path({item['text']!r})"
+
+
+def _name_of(item: dict[str, Any]) -> str | None:
+    return pathlib.PurePath(item["text"]).name if item["text"] is not None else None
+
+
+def _why_not_a_checkpoint(name: str | None) -> str | None:
+    reason = DECOY_FILES.get(name) or DECOY_FOLDERS.get(name)
+    return f"{name!r} is not a checkpoint: {reason}" if reason else None
+
+
+def _path_problem(item: dict[str, Any], expected: pathlib.Path) -> str | None:
+    """Why a returned path is not ``expected`` (``Path(directory) / name``), or None when it is."""
+    if not item["is_path"]:
+        return (f"a {item['type']} was returned; the specification asks for pathlib.Path objects "
+                f"(Path(directory) / name)")
+    if item["text"] != os.fspath(expected):
+        if _name_of(item) == expected.name:
+            return f"the name is right but the path is {item['text']!r}, not Path(directory) / name = {os.fspath(expected)!r}"
+        return None  # a different file: the caller says which
+    return None
+
+
+def _call(student: Submission, call: str, name: str, *args: Any) -> dict[str, Any]:
+    try:
+        return student.scenario(run_and_describe, name, *args)
+    except StudentCodeError as exc:
+        raise exc.within(call) from None
+
+
+# ==================================================================================================
+# latest_checkpoint
+# ==================================================================================================
+def _expect_latest(student: Submission, directory: pathlib.Path, *, as_text: bool, what: str) -> None:
+    names = [e.name for e in directory.iterdir() if e.is_file()] if directory.is_dir() else []
+    order = _checkpoints_oldest_first(names)
+    expected = directory / order[-1] if order else None
+    argument = os.fspath(directory) if as_text else directory
+    call = f"latest_checkpoint({argument!r})"
+    before, existed = _contents(directory), directory.exists()
+    observed = _call(student, call, "latest_checkpoint", argument)
+    given = f"{call}, {what}; the directory holds {sorted(before) or 'nothing'}"
+    if _contents(directory) != before or directory.exists() != existed:
+        fail(f"{call} changed the directory ({what}): latest_checkpoint must only look, never create, "
+             f"delete or rewrite files")
+    if expected is None:
+        if observed["kind"] != "none":
+            cause = _why_not_a_checkpoint(_name_of(observed)) if observed["kind"] == "one" else None
+            fail_mismatch("latest_checkpoint must return None when there is no checkpoint", given=given,
+                          expected="None", got=_shown(observed), cause=cause)
+        return
+    if observed["kind"] != "one":
+        fail_mismatch("latest_checkpoint returned the wrong thing", given=given, expected=f"Path({os.fspath(expected)!r})",
+                      got=_shown(observed))
+    problem = _path_problem(observed, expected)
+    if problem:
+        fail_mismatch("latest_checkpoint returned the right file in the wrong form", given=given,
+                      expected=f"Path({os.fspath(expected)!r})", got=_shown(observed), cause=problem)
+    got_name = _name_of(observed)
+    if got_name != expected.name:
+        fail_mismatch("latest_checkpoint returned the wrong file", given=given, expected=f".../{expected.name}",
+                      got=_shown(observed), cause=_why_not_a_checkpoint(got_name) or _order_cause(got_name, expected.name))
+
+
+def _order_cause(got: str | None, expected: str) -> str | None:
+    """Name the ordering mistake when the returned checkpoint is the latest under a wrong order."""
+    if got is None or not _STEP.fullmatch(got):
+        return None
+    n_got, n_expected = int(_STEP.fullmatch(got).group(1)), int(_STEP.fullmatch(expected).group(1))
+    if n_got < n_expected and float(n_got) == float(n_expected):  # before text order, which also fits here
+        return ("N was converted to a float: step numbers past 2**53 lose digits as floats and compare equal; "
+                "use int(N)")
+    if n_got < n_expected and got > expected:
+        return ("the names were compared as text: 'step_9.pt' sorts after 'step_10.pt' by name; "
+                "compare int(N) instead")
+    if n_got == n_expected:
+        return f"{got!r} and {expected!r} are both step {n_got}; equal steps are ordered by name, so {expected!r} is the later"
+    if n_got < n_expected:
+        return "the smallest step or the first file listed was returned, not the largest N"
+    return None
+
+
+@CHECKPOINT_FILES.check(points=2)
+def latest_by_number(student: Submission, device: Any) -> None:
+    """latest_checkpoint picks the largest N as a number (step_10 after step_9), equal N by name, as Path(directory) / name."""
+    layouts = [
+        (["step_2.pt", "step_9.pt", "step_10.pt", "step_100.pt"], "steps 2, 9, 10 and 100 (by name step_9 is last)", True),
+        (["step_9.pt", "step_10.pt"], "step_9 and step_10", False),
+        (["step_98.pt", "step_99.pt", "step_100.pt", "step_7.pt"], "steps 7, 98, 99 and 100", True),
+        (["step_7.pt"], "one checkpoint", False),
+        (["step_0.pt", "step_3.pt", "step_1.pt"], "steps 0, 1 and 3", False),
+        (["step_5.pt", "step_007.pt", "step_7.pt"], "step_007.pt and step_7.pt are both step 7", True),
+        (["step_9007199254740992.pt", "step_09007199254740993.pt"],
+         "steps 2**53 and 2**53 + 1 (written with a leading zero)", False),
+    ]
+    for files, what, as_text in layouts:
+        with _directory(files) as directory:
+            _expect_latest(student, directory, as_text=as_text, what=what)
+
+
+@CHECKPOINT_FILES.check(points=1)
+def latest_ignores_other_entries(student: Submission, device: Any) -> None:
+    """latest_checkpoint ignores temporary files, look-alike names, other files and folders, and never changes the directory."""
+    real = ["step_3.pt", "step_4.pt", "step_10.pt"]
+    with _directory(real + list(DECOY_FILES), tuple(DECOY_FOLDERS)) as directory:
+        _expect_latest(student, directory, as_text=False, what="with look-alike files and a folder named step_99.pt")
+    # Each decoy alone, so the failure names the very decoy that was taken for a checkpoint.
+    for decoy in [*DECOY_FILES, *DECOY_FOLDERS]:
+        folders = (decoy,) if decoy in DECOY_FOLDERS else ()
+        files = ["step_8.pt"] + ([] if folders else [decoy])
+        with _directory(files, folders) as directory:
+            _expect_latest(student, directory, as_text=True, what=f"step_8.pt next to {decoy!r}")
+
+
+@CHECKPOINT_FILES.check(points=1)
+def latest_missing_or_empty_directory(student: Submission, device: Any) -> None:
+    """latest_checkpoint returns None for a missing or empty directory, or one without checkpoints, and finds a lone step_0.pt."""
+    with _directory([]) as directory:
+        _expect_latest(student, directory / "never_created", as_text=True, what="a directory that does not exist")
+        _expect_latest(student, directory, as_text=False, what="an empty directory")
+    with _directory(["step_1.pt.tmp", "notes.txt"], ("step_2.pt",)) as directory:
+        _expect_latest(student, directory, as_text=True, what="only a temporary file, notes and a folder")
+    with _directory(["step_0.pt"]) as directory:
+        _expect_latest(student, directory, as_text=False, what="step_0.pt alone")
+
+
+# ==================================================================================================
+# rotate_checkpoints
+# ==================================================================================================
+def _expect_rotation(student: Submission, files: list[str], keep: int, *, what: str, as_text: bool = False,
+                     folders: tuple[str, ...] = ()) -> None:
+    with _directory(files, folders) as directory:
+        order = _checkpoints_oldest_first(files)
+        expected_deleted = order[:-keep]
+        before = _contents(directory)
+        argument = os.fspath(directory) if as_text else directory
+        call = f"rotate_checkpoints({argument!r}, keep={keep})"
+        given = f"{call}, {what}"
+        observed = _call(student, call, "rotate_checkpoints", argument, keep)
+        after = _contents(directory)
+        deleted = sorted(set(before) - set(after))
+        touched = [n for n in after if after[n] != before[n]] + sorted(set(after) - set(before))
+        if observed["kind"] == "one" and observed["type"] == "generator":
+            fail_mismatch("rotate_checkpoints returned a generator", given=given, expected="a list of deleted paths",
+                          got=_shown(observed), cause="the function uses yield, so its body runs only when the result "
+                                                      "is iterated: nothing was deleted; build and return a list")
+        wrongly_deleted = [n for n in deleted if n not in expected_deleted]
+        if wrongly_deleted:
+            cause = next((r for n in wrongly_deleted if (r := _why_not_a_checkpoint(n))), None)
+            if cause is None and len(order) == len(files):  # only checkpoints here: a wrong rule explains it
+                cause = _rotation_cause(order, keep, deleted)
+            fail_mismatch("rotate_checkpoints deleted a file it must keep", given=given,
+                          expected=f"deleted {expected_deleted}, kept {sorted(set(before) - set(expected_deleted))}",
+                          got=f"deleted {deleted}", cause=cause)
+        if touched:
+            fail(f"{call} created or rewrote {touched}: it may only delete old checkpoints ({what})")
+        if sorted(deleted) != sorted(expected_deleted):
+            fail_mismatch("rotate_checkpoints did not delete every old checkpoint", given=given,
+                          expected=f"deleted {expected_deleted}", got=f"deleted {deleted}",
+                          cause=_rotation_cause(order, keep, deleted) if len(order) == len(files) else None)
+        if observed["kind"] != "sequence" or observed["type"] != "list":
+            fail_mismatch("rotate_checkpoints must return the deleted paths as a list", given=given,
+                          expected=f"a list of {len(expected_deleted)} Path(s)", got=_shown(observed))
+        expected_paths = [directory / n for n in expected_deleted]
+        for item, path in zip(observed["items"], expected_paths):
+            if problem := _path_problem(item, path):
+                fail_mismatch("rotate_checkpoints returned a deleted path in the wrong form", given=given,
+                              expected=f"Path({os.fspath(path)!r})", got=_shown_path(item), cause=problem)
+        got_names = [_name_of(item) for item in observed["items"]]
+        if got_names != expected_deleted:
+            cause = None
+            if sorted(got_names, key=str) == sorted(expected_deleted):
+                cause = ("the paths must come oldest first (smallest N first)"
+                         if got_names == expected_deleted[::-1] else "the paths must be in order, oldest first")
+            fail_mismatch("rotate_checkpoints returned the wrong list of deleted paths", given=given,
+                          expected=str(expected_deleted), got=str(got_names), cause=cause)
+
+
+def _rotation_cause(order: list[str], keep: int, deleted: list[str]) -> str | None:
+    """The one wrong rule that deletes exactly ``deleted`` from these checkpoints, if exactly one does."""
+    deleted_set = set(deleted)
+    steps = {name: int(_STEP.fullmatch(name).group(1)) for name in order}
+    rules = {
+        "the names were compared as text (step_9.pt sorts after step_10.pt); compare int(N)":
+            set(sorted(order)[:-keep]),
+        f"one checkpoint too many was kept (keep={keep} keeps exactly {keep})": set(order[:-(keep + 1)]),
+        f"one checkpoint too few was kept (keep={keep} keeps exactly {keep})": set(order[:-(keep - 1)] if keep > 1 else order),
+        "the oldest checkpoints were kept instead of the newest": set(order[keep:]),
+    }
+    matching = [cause for cause, rule in rules.items() if rule == deleted_set and rule != set(order[:-keep])]
+    if len(matching) == 1:
+        return matching[0]
+    same_steps = sorted(deleted_set ^ set(order[:-keep]))
+    if same_steps and len({steps[n] for n in same_steps}) == 1 and sum(steps[n] == steps[same_steps[0]] for n in order) > 1:
+        return (f"{' and '.join(same_steps)} have the same step {steps[same_steps[0]]}: each file is a checkpoint of its "
+                f"own, and equal steps are ordered by name")
+    return None
+
+
+@CHECKPOINT_FILES.check(points=2)
+def rotate_keeps_the_newest(student: Submission, device: Any) -> None:
+    """rotate_checkpoints deletes all but the keep newest by N and returns the deleted paths, oldest first, as a list."""
+    many = ["step_1.pt", "step_2.pt", "step_9.pt", "step_10.pt", "step_11.pt", "step_100.pt"]
+    _expect_rotation(student, many, 2, what="steps 1, 2, 9, 10, 11 and 100")
+    _expect_rotation(student, many, 1, what="steps 1, 2, 9, 10, 11 and 100", as_text=True)
+    _expect_rotation(student, many, 4, what="steps 1, 2, 9, 10, 11 and 100")
+    _expect_rotation(student, ["step_30.pt", "step_4.pt", "step_200.pt", "step_5.pt"], 3,
+                     what="steps 4, 5, 30 and 200", as_text=True)
+    _expect_rotation(student, ["step_3.pt", "step_5.pt"], 2, what="exactly keep checkpoints")
+    _expect_rotation(student, ["step_3.pt", "step_5.pt"], 7, what="fewer checkpoints than keep")
+    _expect_rotation(student, ["step_7.pt", "step_007.pt", "step_8.pt", "step_07.pt"], 2,
+                     what="step_007.pt, step_07.pt and step_7.pt are all step 7 (ordered by name)")
+
+
+@CHECKPOINT_FILES.check(points=1)
+def rotate_leaves_other_files_alone(student: Submission, device: Any) -> None:
+    """rotate_checkpoints never deletes or changes temporary files, look-alike names, other files or folders."""
+    # The real checkpoints are newer than every look-alike's number here: a look-alike taken for a checkpoint
+    # is among the oldest, so it is deleted, and the failure names it.
+    real = ["step_100.pt", "step_200.pt", "step_300.pt", "step_1000.pt"]
+    _expect_rotation(student, real + list(DECOY_FILES), 2, what="with look-alike files and a folder named step_99.pt",
+                     folders=tuple(DECOY_FOLDERS))
+    for decoy in [*DECOY_FILES, *DECOY_FOLDERS]:
+        folders = (decoy,) if decoy in DECOY_FOLDERS else ()
+        files = ["step_500.pt", "step_600.pt"] + ([] if folders else [decoy])
+        _expect_rotation(student, files, 1, what=f"step_500.pt and step_600.pt next to {decoy!r}", folders=folders,
+                         as_text=True)
+
+
+@CHECKPOINT_FILES.check(points=1)
+def rotate_missing_directory_and_bad_keep(student: Submission, device: Any) -> None:
+    """rotate_checkpoints returns [] for a missing directory and raises ValueError for keep < 1, deleting nothing."""
+    with _directory(["step_1.pt", "step_2.pt"]) as directory:
+        missing = directory / "never_created"
+        call = f"rotate_checkpoints({os.fspath(missing)!r}, keep=2)"
+        observed = _call(student, call, "rotate_checkpoints", os.fspath(missing), 2)
+        if observed["kind"] != "sequence" or observed["type"] != "list" or observed["items"]:
+            fail_mismatch("rotate_checkpoints must return [] for a directory that does not exist",
+                          given=call, expected="[]", got=_shown(observed))
+        if missing.exists():
+            fail(f"{call} created the directory; a missing directory has nothing to rotate")
+        for keep in (0, -1):
+            before = _contents(directory)
+            expect_error(student, ValueError, "rotate_checkpoints", (directory, keep),
+                         call=f"rotate_checkpoints(directory, keep={keep})",
+                         why="at least one checkpoint must be kept",
+                         cause="keep < 1 is not checked before deleting")
+            if _contents(directory) != before:
+                fail(f"rotate_checkpoints(directory, keep={keep}) raised but deleted "
+                     f"{sorted(set(before) - set(_contents(directory)))} first; check keep before touching files")
+        # keep=1 on the same directory works: the check above was not passed by raising always.
+        _expect_rotation(student, ["step_1.pt", "step_2.pt"], 1, what="keep=1 after the refused calls")
