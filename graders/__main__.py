@@ -50,13 +50,19 @@ def _usage_error(args: argparse.Namespace) -> str | None:
 
 
 def _worth_a_runner(args: argparse.Namespace) -> bool:
-    """True unless the path cannot be read or the exercise does not exist (check_file then says why): only then
-    is the process that runs student code started early. Each exercise lives in graders/chNN_<slug>/<id>.py
+    """True unless the path cannot be read, the exercise does not exist or cuda is asked for without a GPU
+    (check_file then says why): only then is the process that runs student code started early. Each exercise lives in graders/chNN_<slug>/<id>.py
     (tests/test_structure.py), so an unknown id has no file."""
     if not os.access(args.path, os.R_OK) or os.path.isdir(args.path) or args.exercise_id.startswith("_"):
         return False
     root = Path(__file__).resolve().parent
-    return any(root.glob(f"ch[0-9][0-9]_*/{glob.escape(args.exercise_id)}.py"))
+    if not any(root.glob(f"ch[0-9][0-9]_*/{glob.escape(args.exercise_id)}.py")):
+        return False
+    if (args.device or os.environ.get("COURSE_DEVICE")) == "cuda":  # refused at once where there is no GPU
+        import torch
+
+        return torch.cuda.is_available()
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
