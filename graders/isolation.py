@@ -691,6 +691,9 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
         sys.meta_path.insert(0, _NoReferenceAnswers())
         _withhold_judge_code()
         sys.addaudithook(_no_reading_reference_answers)  # a hook that code under grading cannot remove
+    from graders import watch
+
+    watch.install_file_event_recorder()  # before the student's code loads, so an imported os.fsync is seen too
     notes: list[str] = []
     _limit_memory(setup["memory_mb"], setup["device"])
     _send(conn, "started", wire.encode(None), notes)
