@@ -309,3 +309,64 @@ def plot_log_curves(panels: dict[str, dict[str, Sequence[float]]], *, threshold:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     plt.show()
+
+
+def plot_resumed_runs(reference: Sequence[float], resumed: dict[str, Sequence[float]], *, resume_at: int,
+                      marks: dict[str, float] | None = None, xlabel: str = "step", ylabel: str = "loss",
+                      title: str | None = None, columns: int = 4, panel_size: tuple[float, float] = (2.9, 2.5)):
+    """An uninterrupted run's curve against runs resumed at step ``resume_at``, one small panel per resumed run.
+
+    Each entry of ``resumed`` is a whole run's values, the steps before ``resume_at`` included; it is drawn from
+    ``resume_at`` on, over the uninterrupted ``reference``. Each panel's title says whether the run equals the
+    reference exactly (``==`` on every value) or names the first step where it differs; ``marks`` draws labelled
+    dotted vertical lines (e.g. a scheduler milestone) in every panel. The legend takes a free slot of the grid
+    when there is one, else it stands to the right of the panels.
+    """
+    import math
+
+    n = len(resumed)
+    columns = max(1, min(columns, n))
+    rows = math.ceil(n / columns)
+    spare = rows * columns > n
+    width, height = panel_size
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns + (0 if spare else 2.6), height * rows + 0.5),
+                             sharex=True, sharey=True, squeeze=False)
+    flat = list(axes.flat)
+    reference = [float(v) for v in reference]
+    handles = []
+    for ax, (name, values) in zip(flat, resumed.items()):
+        values = [float(v) for v in values]
+        ref_line, = ax.plot(range(len(reference)), reference, color="0.2", linewidth=2.6, alpha=0.35,
+                            label="uninterrupted run")
+        new_line, = ax.plot(range(resume_at, len(values)), values[resume_at:], color="tab:orange", linewidth=1.1,
+                            label="resumed run (from the checkpoint on)")
+        resume_line = ax.axvline(resume_at, linestyle="--", color="tab:blue", linewidth=1, label="resumed here")
+        mark_lines = [ax.axvline(x, linestyle=":", color="tab:red", linewidth=1.2, label=label)
+                      for label, x in (marks or {}).items()]
+        differs = next((i for i, (a, b) in enumerate(zip(values, reference)) if a != b), None)
+        if differs is None and len(values) == len(reference):
+            status, colour = "identical, bit for bit", "tab:green"
+        elif differs is None:
+            status, colour = f"{len(values)} values, the reference has {len(reference)}", "tab:red"
+        else:
+            status, colour = f"first differs at step {differs}", "tab:red"
+        ax.set_title(f"{name}\n{status}", fontsize=8.5, color=colour)
+        ax.tick_params(labelsize=7)
+        handles = [ref_line, new_line, resume_line, *mark_lines]
+    for ax in flat[n:]:
+        ax.axis("off")
+    for row in axes:
+        row[0].set_ylabel(ylabel, fontsize=8)
+    for k, ax in enumerate(flat[:n]):  # x labels under every panel that has no panel below it
+        if k + columns >= n:
+            ax.xaxis.set_tick_params(labelbottom=True)
+            ax.set_xlabel(xlabel, fontsize=8)
+    if handles and spare:
+        flat[n].legend(handles=handles, loc="center", fontsize=8, frameon=False)
+    elif handles:
+        flat[columns - 1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.03, 1), borderaxespad=0,
+                                 fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()
