@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
         if _worth_a_runner(args):
-            warm_up()  # the forkserver imports torch while this process does the same
+            warm_up(args.exercise_id)  # the runners' forkserver, started before this process computes anything
     from graders import check_file, exercises
     from graders.outcomes import UsageError
 

@@ -23,6 +23,8 @@ Consequences, each proven in tests/test_isolation.py:
 
 Runners start from a *forkserver* on Linux and macOS: a clean process, started once per judge, that has
 imported torch and the graders but never sees an expected value; forking from it costs milliseconds.
+The command line and the notebooks' judge start it as a fork of themselves before they compute anything
+(:func:`warm_up`), which saves a second torch import.
 On Windows (or with ``COURSE_GRADER_START_METHOD=spawn``) each runner is a fresh interpreter.
 """
 
@@ -184,14 +186,93 @@ def _main_module_hidden():
                 sys.modules["__main__"] = main
 
 
-def warm_up() -> None:
-    """Start the forkserver now (it imports torch in the background while the judge gets ready)."""
-    if start_method() == "forkserver":
-        _context()
-        from multiprocessing import forkserver
+def warm_up(exercise_id: str | None = None) -> None:
+    """Start the forkserver now, from a judge process that has not computed anything yet.
 
-        with _main_module_hidden():
+    With ``exercise_id`` (a judge grading that exercise only), the forkserver skips warming up optimizers
+    when no check of that exercise steps one.
+
+    The command line and the notebooks' judge server call this first thing. Where it is safe (below), the
+    forkserver is started as a fork of this process, which has imported torch and the graders already, so
+    each of them pays the torch import once instead of twice (about 2 s of CPU on a 2-core laptop).
+    Elsewhere it is multiprocessing's own: a fresh interpreter that imports them itself.
+    """
+    if start_method() != "forkserver":
+        return
+    if exercise_id is not None:
+        from graders.registry import REGISTRY, load_all_chapters
+
+        load_all_chapters()
+        if exercise_id in REGISTRY and not REGISTRY[exercise_id].steps_optimizers:
+            os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"  # read by graders._preload in the forkserver
+    _context()
+    from multiprocessing import forkserver
+
+    with _main_module_hidden():
+        if _may_fork_the_forkserver():
+            with _forkserver_started_by_fork():
+                forkserver.ensure_running()
+        else:
             forkserver.ensure_running()
+
+
+def _may_fork_the_forkserver() -> bool:
+    """Forking this process is safe: one thread, torch imported but no CUDA, multiprocessing's usual layout.
+
+    A process that has touched CUDA cannot be forked (its children cannot use the GPU), so with a GPU the
+    forkserver is always a fresh interpreter. The check of multiprocessing's private layout keeps this to
+    the Python versions it was written for; any other gets the fresh interpreter too.
+    """
+    from multiprocessing import forkserver, util
+
+    server = getattr(forkserver, "_forkserver", None)
+    if (threading.active_count() != 1 or server is None or getattr(server, "_forkserver_pid", 0) is not None
+            or not hasattr(util, "spawnv_passfds") or not hasattr(forkserver, "main")
+            or sys.version_info[:2] not in ((3, 11), (3, 12), (3, 13))):
+        return False
+    import torch
+
+    from graders import registry
+
+    registry.load_all_chapters()
+    return not torch.cuda.is_available()
+
+
+@contextlib.contextmanager
+def _forkserver_started_by_fork():
+    """While multiprocessing starts its forkserver, make it fork this process instead of running a new one.
+
+    multiprocessing passes the server a listening socket and the read end of an "alive" pipe; the fork
+    keeps exactly those (and stdin/stdout/stderr) open, as the new interpreter would, so that the judge's
+    own pipes close when the judge ends, and runs the same ``forkserver.main``.
+    """
+    from multiprocessing import forkserver, util
+
+    preload = list(forkserver._forkserver._preload_modules)
+
+    def fork_instead(executable: str, args: list[str], passfds: Sequence[int]) -> int:
+        if not any("multiprocessing.forkserver import main" in os.fsdecode(arg) for arg in args):
+            return spawn(executable, args, passfds)  # the resource tracker, which the forkserver starts first
+        listener_fd, alive_r = passfds
+        pid = os.fork()
+        if pid == 0:
+            try:
+                keep = {0, 1, 2, listener_fd, alive_r}
+                for name in os.listdir("/dev/fd"):
+                    if int(name) not in keep:
+                        with contextlib.suppress(OSError):
+                            os.close(int(name))
+                forkserver.main(listener_fd, alive_r, [m for m in preload if m != "__main__"])
+            finally:
+                os._exit(0)
+        return pid
+
+    spawn = util.spawnv_passfds
+    util.spawnv_passfds = fork_instead
+    try:
+        yield
+    finally:
+        util.spawnv_passfds = spawn
 
 
 class Runner:
