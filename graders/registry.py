@@ -42,6 +42,7 @@ class Exercise:
     chapter: str
     names: tuple[str, ...]
     module: str = ""
+    steps_optimizers: bool = False  # its checks step torch optimizers in the runner (graders.isolation.warm_up)
     checks: list[Check] = dataclasses.field(default_factory=list)
 
     def check(self, points: int = 1) -> Callable[[CheckFunction], CheckFunction]:
@@ -87,11 +88,11 @@ def judge_only(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-def exercise(id: str, chapter: str, names: Iterable[str]) -> Exercise:
+def exercise(id: str, chapter: str, names: Iterable[str], *, steps_optimizers: bool = False) -> Exercise:
     if id in REGISTRY:
         raise ValueError(f"exercise {id!r} is defined twice")
     module = sys._getframe(1).f_globals.get("__name__", "")
-    REGISTRY[id] = Exercise(id, chapter, tuple(names), module)
+    REGISTRY[id] = Exercise(id, chapter, tuple(names), module, steps_optimizers=steps_optimizers)
     return REGISTRY[id]
 
 

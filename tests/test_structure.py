@@ -48,3 +48,12 @@ def test_every_fixture_folder_is_an_exercise():
     for folder in (ROOT / "tests" / "submissions").glob("*/*"):
         if folder.is_dir():
             assert (folder.parent.name, folder.name) in known, f"{folder} is not an exercise's fixture folder"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_an_exercise_that_steps_optimizers_says_so(exercise):
+    """The command line warms optimizers up in the runners' forkserver only for exercises that declare it
+    (1-2 s saved for the others); an undeclared one would pay that inside its first check's time limit."""
+    source = (ROOT / "graders" / f"ch{exercise.chapter}" / f"{exercise.id}.py").read_text()
+    assert exercise.steps_optimizers == ("torch.optim." in source), (
+        f"{exercise.id}: set steps_optimizers={'torch.optim.' in source} in its exercise(...) declaration")

@@ -27,7 +27,8 @@ from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise
 from graders.student import Submission
 
-ACCUMULATION = exercise("grad_accumulation", chapter="02_autograd", names=["train_with_accumulation"])
+ACCUMULATION = exercise("grad_accumulation", chapter="02_autograd", names=["train_with_accumulation"],
+                        steps_optimizers=True)
 _NAME = "train_with_accumulation"
 # 5 samples per micro-batch: a batch size that no accum_steps or number of micro-batches of the checks
 # equals, so "divided by the batch size" cannot be mistaken for another slip.

@@ -45,7 +45,8 @@ from graders.registry import exercise, judge_only
 from graders.student import Submission
 from graders.watch import file_events
 
-CHECKPOINT = exercise("checkpoint", chapter="07_checkpointing", names=["save_checkpoint", "load_checkpoint"])
+CHECKPOINT = exercise("checkpoint", chapter="07_checkpointing", names=["save_checkpoint", "load_checkpoint"],
+                      steps_optimizers=True)
 
 
 # ==================================================================================================
