@@ -189,13 +189,13 @@ def _main_module_hidden():
 def warm_up(exercise_id: str | None = None) -> None:
     """Start the forkserver now, from a judge process that has not computed anything yet.
 
-    With ``exercise_id`` (a judge grading that exercise only), the forkserver skips warming up optimizers
-    when no check of that exercise steps one.
-
     The command line and the notebooks' judge server call this first thing. Where it is safe (below), the
     forkserver is started as a fork of this process, which has imported torch and the graders already, so
     each of them pays the torch import once instead of twice (about 2 s of CPU on a 2-core laptop).
     Elsewhere it is multiprocessing's own: a fresh interpreter that imports them itself.
+
+    With ``exercise_id`` (a judge grading that exercise only), the forkserver skips warming up optimizers
+    when no check of that exercise steps one.
     """
     if start_method() != "forkserver":
         return

@@ -31,7 +31,7 @@ import signal
 import tempfile
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
@@ -345,7 +345,7 @@ def _expect_resume(student: Submission, setup: Setup, device: torch.device, what
     _expect_same_continuation(got, expected, given)
 
 
-def _step_mismatch(step: dict[str, Any], saved: int, given: str) -> None:
+def _step_mismatch(step: dict[str, Any], saved: int, given: str) -> NoReturn:
     if step["int"] is None:
         cause = ("return the step as a Python int (int(...)), not a tensor or a float"
                  if step["type"] in ("Tensor", "float") else None)
