@@ -14,7 +14,8 @@ Whatever the student's code raises arrives as :class:`StudentCodeError` with the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -42,6 +43,18 @@ class Submission:
         """
         message = ("scenario", function.__module__, function.__qualname__, args, kwargs)
         return self._runner.request(message, timeout=timeout)
+
+    @contextlib.contextmanager
+    def fresh_process(self) -> Iterator["Submission"]:
+        """Another runner for the same answer, started afresh (nothing the first one kept in memory): to
+        check that what a function wrote to disk is all another process needs. Closed at the end of the block."""
+        old = self._runner
+        runner = Runner(old.source, seed=old.seed, device=old.device, limits=old.limits)
+        try:
+            runner.ready()
+            yield Submission(runner)
+        finally:
+            runner.close()
 
     def on_ranks(self, scenario: Callable[..., Any], world_size: int, args_per_rank: Sequence[Sequence[Any]] | None = None,
                  **options: Any) -> Any:

@@ -56,7 +56,8 @@ def torch_calls() -> Iterator[_Recorder]:
 
 
 # ==================================================================================================
-# File events: os.fsync / os.fdatasync, and os.replace / os.rename (Path.replace and shutil.move use them)
+# File events: os.fsync / os.fdatasync, os.replace / os.rename (Path.replace and shutil.move use them),
+# os.remove / os.unlink (Path.unlink uses them)
 # ==================================================================================================
 _file_events: list[tuple] | None = None  # a list while a file_events() block records
 
@@ -73,7 +74,8 @@ def install_file_event_recorder() -> None:
     """
     platform_module = sys.modules.get(os.name)
     for name, describe in (("fsync", _describe_sync), ("fdatasync", _describe_sync),
-                           ("replace", _describe_rename), ("rename", _describe_rename)):
+                           ("replace", _describe_rename), ("rename", _describe_rename),
+                           ("remove", _describe_removal), ("unlink", _describe_removal)):
         real = getattr(os, name, None)
         if real is None or getattr(real, "__course_recorder__", False):
             continue
@@ -90,6 +92,10 @@ def _describe_sync(fd, *args, **kwargs) -> tuple:
 
 def _describe_rename(source, target, *args, **kwargs) -> tuple:
     return os.path.abspath(os.fsdecode(source)), os.path.abspath(os.fsdecode(target))
+
+
+def _describe_removal(path, *args, **kwargs) -> tuple:
+    return (os.path.abspath(os.fsdecode(path)),)
 
 
 def _recording(real, name: str, describe):
@@ -111,8 +117,8 @@ def _recording(real, name: str, describe):
 
 @contextlib.contextmanager
 def file_events() -> Iterator[list[tuple]]:
-    """Record, inside the block, ``("fsync" | "fdatasync", st_dev, st_ino)`` and
-    ``("replace" | "rename", source, target)``, in the order they happened."""
+    """Record, inside the block, ``("fsync" | "fdatasync", st_dev, st_ino)``, ``("replace" | "rename", source,
+    target)`` and ``("remove" | "unlink", path)``, in the order they happened."""
     global _file_events
     _file_events = events = []
     try:
