@@ -133,7 +133,7 @@ def seed_every_rng(seed: int) -> None:
 def _train_step(parts: Parts, x: torch.Tensor, y: torch.Tensor, device: torch.device) -> float:
     # One draw from each global RNG per step: leaving any of them out of the checkpoint changes the run.
     noise = torch.randn(x.shape) * 0.05
-    weight = 1.0 + 0.2 * random.random() + 0.2 * float(np.random.rand())
+    weight = 1.0 + 0.1 * random.random() + 0.1 * random.gauss(0.0, 1.0) + 0.1 * float(np.random.randn())
     x, y = (x + noise).to(device), y.to(device)
     parts.optimizer.zero_grad()
     if parts.scaler is not None:
@@ -157,6 +157,11 @@ def train(parts: Parts, setup: Setup, start_step: int, end_step: int, device: to
     parts.model.train()
     losses: list[float] = []
     step = start_step
+    if start_step == 0:
+        # One Gaussian drawn now makes the count odd at every later step: Python and NumPy then hold a
+        # cached second Gaussian (random's gauss_next, NumPy's has_gauss), part of the state to save.
+        random.gauss(0.0, 1.0)
+        np.random.randn()
     while step < end_step:
         for x, y in parts.loader:
             losses.append(_train_step(parts, x, y, device))
@@ -184,10 +189,10 @@ def rng_draws(parts: Parts) -> dict[str, Any]:
     """One draw from every RNG the run uses, each put back as it was: what the next steps will see."""
     draws: dict[str, Any] = {}
     state = random.getstate()
-    draws["Python's random"] = random.random()
+    draws["Python's random"] = (random.gauss(0.0, 1.0), random.random())  # gauss first: the cached one
     random.setstate(state)
     state = np.random.get_state()
-    draws["NumPy's global generator"] = float(np.random.rand())
+    draws["NumPy's global generator"] = (float(np.random.randn()), float(np.random.rand()))
     np.random.set_state(state)
     state = torch.get_rng_state()
     draws["torch's CPU generator"] = torch.rand(3)
@@ -207,8 +212,7 @@ def state_facts(parts: Parts) -> dict[str, dict[str, Any]]:
     facts: dict[str, dict[str, Any]] = {"model": {}, "optimizer": {}, "scheduler": {}, "scaler": {}}
     _tensor_facts("model", parts.model.state_dict(), facts["model"])
     _tensor_facts("optimizer", parts.optimizer.state_dict(), facts["optimizer"])
-    scheduler = parts.scheduler.state_dict()
-    facts["scheduler"] = {"last_epoch": scheduler["last_epoch"], "last_lr": list(scheduler["_last_lr"])}
+    _tensor_facts("scheduler", parts.scheduler.state_dict(), facts["scheduler"])
     if parts.scaler is not None:
         scaler = parts.scaler.state_dict()
         facts["scaler"] = {"scale": scaler.get("scale"), "growth_tracker": scaler.get("_growth_tracker")}
@@ -230,21 +234,31 @@ def _optional_parts(setup: Setup) -> tuple[str, ...]:
 # ==================================================================================================
 # In the runner
 # ==================================================================================================
-def resume_scenario(student: RunnerStudent, setup: Setup, folder: str, device_name: str) -> dict[str, Any]:
-    """Train, save, scramble, rebuild, load, train on; report what each stage left behind."""
-    device = torch.device(device_name)
+def _target(setup: Setup, folder: str) -> Any:
     path = pathlib.Path(folder) / setup.subfolder / "run.pt"
-    target: Any = os.fspath(path) if setup.path_as_text else path
+    return os.fspath(path) if setup.path_as_text else path
+
+
+def train_and_save_scenario(student: RunnerStudent, setup: Setup, folder: str, device_name: str) -> list[float]:
+    """Train ``save_after`` epochs and save; the losses so far."""
+    device = torch.device(device_name)
     seed_every_rng(setup.seed)
     parts = build_parts(setup, setup.seed, device)
     losses_before = train(parts, setup, 0, setup.saved_step, device)
-    student.call("save_checkpoint", target, model=parts.model, optimizer=parts.optimizer, step=setup.saved_step,
-                 **_parts_kwargs(parts, _optional_parts(setup)))
+    student.call("save_checkpoint", _target(setup, folder), model=parts.model, optimizer=parts.optimizer,
+                 step=setup.saved_step, **_parts_kwargs(parts, _optional_parts(setup)))
+    return losses_before
+
+
+def load_and_resume_scenario(student: RunnerStudent, setup: Setup, folder: str, device_name: str) -> dict[str, Any]:
+    """In a process that never saw the run: scramble, rebuild, load, train on; what each stage left behind."""
+    device = torch.device(device_name)
+    target = _target(setup, folder)
     seed_every_rng(setup.scramble_seed)
     resumed = build_parts(setup, setup.rebuild_seed, device)
     step = student.call("load_checkpoint", target, model=resumed.model, optimizer=resumed.optimizer,
                         **_parts_kwargs(resumed, _optional_parts(setup)), map_location=device_name)
-    report: dict[str, Any] = {"losses_before": losses_before, "step": _describe_step(step)}
+    report: dict[str, Any] = {"step": _describe_step(step)}
     report["after_load"] = state_facts(resumed)
     if report["step"]["int"] is None:
         return report
@@ -318,12 +332,18 @@ def _expect_resume(student: Submission, setup: Setup, device: torch.device, what
     expected = uninterrupted_run(setup, device)
     with _temporary_folder() as folder:
         try:
-            got = student.scenario(resume_scenario, setup, os.fspath(folder), str(device))
+            losses_before = student.scenario(train_and_save_scenario, setup, os.fspath(folder), str(device))
         except StudentCodeError as exc:
-            raise exc.within(f"save_checkpoint / load_checkpoint ({what})") from None
+            raise exc.within(f"save_checkpoint ({what})") from None
+        try:
+            # Loaded by a process that never saw the save, as after a real crash: only the file carries state.
+            with student.fresh_process() as restarted:
+                got = restarted.scenario(load_and_resume_scenario, setup, os.fspath(folder), str(device))
+        except StudentCodeError as exc:
+            raise exc.within(f"load_checkpoint in a new process ({what})") from None
     given = (f"{what}: saved after {setup.save_after} of {setup.epochs} epochs (step={setup.saved_step}), every RNG "
              f"reseeded and every object rebuilt from other seeds, then loaded")
-    if got["losses_before"] != expected["losses_before"]:  # the grader's own run: must agree before any answer runs
+    if losses_before != expected["losses_before"]:  # the grader's own run: must agree before any answer runs
         raise AssertionError("the runner's training before the checkpoint differs from the judge's")
     step = got["step"]
     if step["int"] != setup.saved_step:
@@ -844,6 +864,13 @@ def saves_through_a_temporary_file(student: Submission, device: torch.device) ->
                       got=f"renamed from {source}",
                       cause="a temporary file elsewhere (tempfile's default folder) may be on another filesystem, where "
                             "a rename is a copy and no longer atomic; pass dir=path's parent")
+    removed = [e for e in report["events"][:report["events"].index(renames[-1])]
+               if e[0] in ("remove", "unlink") and pathlib.Path(e[1]) == path]
+    if removed:
+        fail_mismatch("the previous checkpoint was deleted before the new one was moved into place", given=given,
+                      expected="path replaced in one step by os.replace", got="os.remove(path) before os.replace",
+                      cause="os.replace overwrites path atomically; removing it first leaves a moment with no "
+                            "checkpoint at all, and a crash then loses it")
     if renames[-1][0] == "rename":
         fail_mismatch("the temporary file was moved onto path with os.rename, not os.replace", given=given,
                       expected="os.replace(temporary file, path)", got="os.rename (or shutil.move, which calls it)",

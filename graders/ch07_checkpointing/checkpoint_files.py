@@ -188,24 +188,32 @@ def _expect_latest(student: Submission, directory: pathlib.Path, *, as_text: boo
     got_name = _name_of(observed)
     if got_name != expected.name:
         fail_mismatch("latest_checkpoint returned the wrong file", given=given, expected=f".../{expected.name}",
-                      got=_shown(observed), cause=_why_not_a_checkpoint(got_name) or _order_cause(got_name, expected.name))
+                      got=_shown(observed),
+                      cause=_why_not_a_checkpoint(got_name) or _order_cause(got_name, expected.name, names))
 
 
-def _order_cause(got: str | None, expected: str) -> str | None:
-    """Name the ordering mistake when the returned checkpoint is the latest under a wrong order."""
-    if got is None or not _STEP.fullmatch(got):
+def _order_cause(got: str | None, expected: str, names: list[str]) -> str | None:
+    """Name the ordering mistake when the returned checkpoint is exactly what that wrong order picks here."""
+    checkpoints = [n for n in names if _STEP.fullmatch(n)]
+    if got is None or got not in checkpoints:
         return None
-    n_got, n_expected = int(_STEP.fullmatch(got).group(1)), int(_STEP.fullmatch(expected).group(1))
-    if n_got < n_expected and float(n_got) == float(n_expected):  # before text order, which also fits here
-        return ("N was converted to a float: step numbers past 2**53 lose digits as floats and compare equal; "
-                "use int(N)")
-    if n_got < n_expected and got > expected:
-        return ("the names were compared as text: 'step_9.pt' sorts after 'step_10.pt' by name; "
-                "compare int(N) instead")
-    if n_got == n_expected:
-        return f"{got!r} and {expected!r} are both step {n_got}; equal steps are ordered by name, so {expected!r} is the later"
-    if n_got < n_expected:
-        return "the smallest step or the first file listed was returned, not the largest N"
+    step = {n: int(_STEP.fullmatch(n).group(1)) for n in checkpoints}
+    if got == max(checkpoints, key=lambda n: (float(step[n]), n)):
+        without_zeros = [n for n in checkpoints if not _STEP.fullmatch(n).group(1).startswith("0") or step[n] == 0]
+        if without_zeros and got == max(without_zeros, key=lambda n: (step[n], n)):
+            return (f"{expected!r} is step {step[expected]}: compare N as an int (a float loses digits past 2**53), "
+                    "and count names with leading zeros")
+        return "N was converted to a float: step numbers past 2**53 lose digits as floats and compare equal; use int(N)"
+    leading_zeros = [n for n in checkpoints if _STEP.fullmatch(n).group(1).startswith("0") and step[n]]
+    if expected in leading_zeros and got == max((n for n in checkpoints if n not in leading_zeros),
+                                                key=lambda n: (step[n], n)):
+        return f"names with leading zeros are checkpoints too: {expected!r} is step {step[expected]}"
+    if got == max(checkpoints):
+        return "the names were compared as text: 'step_9.pt' sorts after 'step_10.pt' by name; compare int(N) instead"
+    if step[got] == step[expected]:
+        return f"{got!r} and {expected!r} are both step {step[got]}; equal steps are ordered by name, so {expected!r} is the later"
+    if got == min(checkpoints, key=lambda n: (step[n], n)):
+        return "the smallest step was returned, not the largest N"
     return None
 
 
@@ -219,6 +227,7 @@ def latest_by_number(student: Submission, device: Any) -> None:
         (["step_7.pt"], "one checkpoint", False),
         (["step_0.pt", "step_3.pt", "step_1.pt"], "steps 0, 1 and 3", False),
         (["step_5.pt", "step_007.pt", "step_7.pt"], "step_007.pt and step_7.pt are both step 7", True),
+        (["step_0100.pt", "step_9.pt", "step_80.pt"], "step_0100.pt (step 100), step_9 and step_80", True),
         (["step_9007199254740992.pt", "step_09007199254740993.pt"],
          "steps 2**53 and 2**53 + 1 (written with a leading zero)", False),
     ]
@@ -377,5 +386,8 @@ def rotate_missing_directory_and_bad_keep(student: Submission, device: Any) -> N
             if _contents(directory) != before:
                 fail(f"rotate_checkpoints(directory, keep={keep}) raised but deleted "
                      f"{sorted(set(before) - set(_contents(directory)))} first; check keep before touching files")
+        expect_error(student, ValueError, "rotate_checkpoints", (os.fspath(missing), 0),
+                     call=f"rotate_checkpoints({os.fspath(missing)!r}, keep=0)",
+                     why="keep < 1 is an error whatever the directory holds (check keep first)", cause=None)
         # keep=1 on the same directory works: the check above was not passed by raising always.
         _expect_rotation(student, ["step_1.pt", "step_2.pt"], 1, what="keep=1 after the refused calls")

@@ -3,8 +3,8 @@ import re
 from pathlib import Path
 
 EXPECT_FAIL = {
-    'latest_by_number': 'the names were compared as text',
-    'latest_ignores_other_entries': 'the names were compared as text',
+    'latest_by_number': 'the smallest step was returned',
+    'latest_ignores_other_entries': 'the smallest step was returned',
 }
 
 
