@@ -102,9 +102,16 @@ def _describe_path(value: Any) -> dict[str, Any]:
             "repr": repr(value)[:300]}
 
 
-def run_and_describe(student: RunnerStudent, name: str, *args: Any) -> dict[str, Any]:
-    """Call the student's ``name(*args)`` and describe its result: None, one path, or a list of paths."""
-    result = student.call(name, *args)
+def run_and_describe(student: RunnerStudent, name: str, *args: Any, cwd: str | None = None) -> dict[str, Any]:
+    """Call the student's ``name(*args)`` (from the folder ``cwd`` when given, for a relative directory) and
+    describe its result: None, one path, or a list of paths."""
+    previous = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = student.call(name, *args)
+    finally:
+        os.chdir(previous)
     if result is None:
         return {"kind": "none"}
     if isinstance(result, (list, tuple)):
@@ -150,9 +157,9 @@ def _path_problem(item: dict[str, Any], expected: pathlib.Path) -> str | None:
     return None
 
 
-def _call(student: Submission, call: str, name: str, *args: Any) -> dict[str, Any]:
+def _call(student: Submission, call: str, name: str, *args: Any, cwd: pathlib.Path | None = None) -> dict[str, Any]:
     try:
-        return student.scenario(run_and_describe, name, *args)
+        return student.scenario(run_and_describe, name, *args, cwd=os.fspath(cwd) if cwd else None)
     except StudentCodeError as exc:
         raise exc.within(call) from None
 
@@ -160,14 +167,16 @@ def _call(student: Submission, call: str, name: str, *args: Any) -> dict[str, An
 # ==================================================================================================
 # latest_checkpoint
 # ==================================================================================================
-def _expect_latest(student: Submission, directory: pathlib.Path, *, as_text: bool, what: str) -> None:
+def _expect_latest(student: Submission, directory: pathlib.Path, *, as_text: bool, what: str,
+                   relative: bool = False) -> None:
     names = [e.name for e in directory.iterdir() if e.is_file()] if directory.is_dir() else []
     order = _checkpoints_oldest_first(names)
-    expected = directory / order[-1] if order else None
-    argument = os.fspath(directory) if as_text else directory
+    # Relative: called from the directory's parent with its bare name; the paths must stay relative.
+    argument: Any = directory.name if relative else os.fspath(directory) if as_text else directory
+    expected = pathlib.Path(argument) / order[-1] if order else None
     call = f"latest_checkpoint({argument!r})"
     before, existed = _contents(directory), directory.exists()
-    observed = _call(student, call, "latest_checkpoint", argument)
+    observed = _call(student, call, "latest_checkpoint", argument, cwd=directory.parent if relative else None)
     given = f"{call}, {what}; the directory holds {sorted(before) or 'nothing'}"
     if _contents(directory) != before or directory.exists() != existed:
         fail(f"{call} changed the directory ({what}): latest_checkpoint must only look, never create, "
@@ -225,15 +234,16 @@ def latest_by_number(student: Submission, device: Any) -> None:
         (["step_9.pt", "step_10.pt"], "step_9 and step_10", False),
         (["step_98.pt", "step_99.pt", "step_100.pt", "step_7.pt"], "steps 7, 98, 99 and 100", True),
         (["step_7.pt"], "one checkpoint", False),
+        (["step_3.pt", "step_12.pt"], "a relative directory, 'checkpoints' (the paths stay relative)", "relative"),
         (["step_0.pt", "step_3.pt", "step_1.pt"], "steps 0, 1 and 3", False),
         (["step_5.pt", "step_007.pt", "step_7.pt"], "step_007.pt and step_7.pt are both step 7", True),
         (["step_0100.pt", "step_9.pt", "step_80.pt"], "step_0100.pt (step 100), step_9 and step_80", True),
         (["step_9007199254740992.pt", "step_09007199254740993.pt"],
          "steps 2**53 and 2**53 + 1 (written with a leading zero)", False),
     ]
-    for files, what, as_text in layouts:
+    for files, what, form in layouts:
         with _directory(files) as directory:
-            _expect_latest(student, directory, as_text=as_text, what=what)
+            _expect_latest(student, directory, as_text=bool(form), what=what, relative=form == "relative")
 
 
 @CHECKPOINT_FILES.check(points=1)
@@ -266,15 +276,15 @@ def latest_missing_or_empty_directory(student: Submission, device: Any) -> None:
 # rotate_checkpoints
 # ==================================================================================================
 def _expect_rotation(student: Submission, files: list[str], keep: int, *, what: str, as_text: bool = False,
-                     folders: tuple[str, ...] = ()) -> None:
+                     folders: tuple[str, ...] = (), relative: bool = False) -> None:
     with _directory(files, folders) as directory:
         order = _checkpoints_oldest_first(files)
         expected_deleted = order[:-keep]
         before = _contents(directory)
-        argument = os.fspath(directory) if as_text else directory
+        argument: Any = directory.name if relative else os.fspath(directory) if as_text else directory
         call = f"rotate_checkpoints({argument!r}, keep={keep})"
         given = f"{call}, {what}"
-        observed = _call(student, call, "rotate_checkpoints", argument, keep)
+        observed = _call(student, call, "rotate_checkpoints", argument, keep, cwd=directory.parent if relative else None)
         after = _contents(directory)
         deleted = sorted(set(before) - set(after))
         touched = [n for n in after if after[n] != before[n]] + sorted(set(after) - set(before))
@@ -299,7 +309,7 @@ def _expect_rotation(student: Submission, files: list[str], keep: int, *, what: 
         if observed["kind"] != "sequence" or observed["type"] != "list":
             fail_mismatch("rotate_checkpoints must return the deleted paths as a list", given=given,
                           expected=f"a list of {len(expected_deleted)} Path(s)", got=_shown(observed))
-        expected_paths = [directory / n for n in expected_deleted]
+        expected_paths = [pathlib.Path(argument) / n for n in expected_deleted]
         for item, path in zip(observed["items"], expected_paths):
             if problem := _path_problem(item, path):
                 fail_mismatch("rotate_checkpoints returned a deleted path in the wrong form", given=given,
@@ -345,6 +355,8 @@ def rotate_keeps_the_newest(student: Submission, device: Any) -> None:
     _expect_rotation(student, ["step_30.pt", "step_4.pt", "step_200.pt", "step_5.pt"], 3,
                      what="steps 4, 5, 30 and 200", as_text=True)
     _expect_rotation(student, ["step_3.pt", "step_5.pt"], 2, what="exactly keep checkpoints")
+    _expect_rotation(student, ["step_8.pt", "step_10.pt", "step_9.pt"], 1,
+                     what="a relative directory, 'checkpoints' (the paths stay relative)", relative=True)
     _expect_rotation(student, ["step_3.pt", "step_5.pt"], 7, what="fewer checkpoints than keep")
     _expect_rotation(student, ["step_7.pt", "step_007.pt", "step_8.pt", "step_07.pt"], 2,
                      what="step_007.pt, step_07.pt and step_7.pt are all step 7 (ordered by name)")
