@@ -229,21 +229,22 @@ def _order_cause(got: str | None, expected: str, names: list[str]) -> str | None
 @CHECKPOINT_FILES.check(points=2)
 def latest_by_number(student: Submission, device: Any) -> None:
     """latest_checkpoint picks the largest N as a number (step_10 after step_9), equal N by name, as Path(directory) / name."""
+    # (files, what they show, how the directory is passed: a Path, a str, or relative to the current folder)
     layouts = [
-        (["step_2.pt", "step_9.pt", "step_10.pt", "step_100.pt"], "steps 2, 9, 10 and 100 (by name step_9 is last)", True),
-        (["step_9.pt", "step_10.pt"], "step_9 and step_10", False),
-        (["step_98.pt", "step_99.pt", "step_100.pt", "step_7.pt"], "steps 7, 98, 99 and 100", True),
-        (["step_7.pt"], "one checkpoint", False),
+        (["step_2.pt", "step_9.pt", "step_10.pt", "step_100.pt"], "steps 2, 9, 10 and 100 (by name step_9 is last)", "text"),
+        (["step_9.pt", "step_10.pt"], "step_9 and step_10", "path"),
+        (["step_98.pt", "step_99.pt", "step_100.pt", "step_7.pt"], "steps 7, 98, 99 and 100", "text"),
+        (["step_7.pt"], "one checkpoint", "path"),
         (["step_3.pt", "step_12.pt"], "a relative directory, 'checkpoints' (the paths stay relative)", "relative"),
-        (["step_0.pt", "step_3.pt", "step_1.pt"], "steps 0, 1 and 3", False),
-        (["step_5.pt", "step_007.pt", "step_7.pt"], "step_007.pt and step_7.pt are both step 7", True),
-        (["step_0100.pt", "step_9.pt", "step_80.pt"], "step_0100.pt (step 100), step_9 and step_80", True),
+        (["step_0.pt", "step_3.pt", "step_1.pt"], "steps 0, 1 and 3", "path"),
+        (["step_5.pt", "step_007.pt", "step_7.pt"], "step_007.pt and step_7.pt are both step 7", "text"),
+        (["step_0100.pt", "step_9.pt", "step_80.pt"], "step_0100.pt (step 100), step_9 and step_80", "text"),
         (["step_9007199254740992.pt", "step_09007199254740993.pt"],
-         "steps 2**53 and 2**53 + 1 (written with a leading zero)", False),
+         "steps 2**53 and 2**53 + 1 (written with a leading zero)", "path"),
     ]
     for files, what, form in layouts:
         with _directory(files) as directory:
-            _expect_latest(student, directory, as_text=bool(form), what=what, relative=form == "relative")
+            _expect_latest(student, directory, as_text=form == "text", what=what, relative=form == "relative")
 
 
 @CHECKPOINT_FILES.check(points=1)
@@ -284,7 +285,8 @@ def _expect_rotation(student: Submission, files: list[str], keep: int, *, what: 
         argument: Any = directory.name if relative else os.fspath(directory) if as_text else directory
         call = f"rotate_checkpoints({argument!r}, keep={keep})"
         given = f"{call}, {what}"
-        observed = _call(student, call, "rotate_checkpoints", argument, keep, cwd=directory.parent if relative else None)
+        observed = _call(student, call, "rotate_checkpoints", argument, keep,
+                         cwd=directory.parent if relative else None)
         after = _contents(directory)
         deleted = sorted(set(before) - set(after))
         touched = [n for n in after if after[n] != before[n]] + sorted(set(after) - set(before))
