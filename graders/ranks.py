@@ -515,7 +515,8 @@ def _explain_collective(error: StudentError, rank: int, left: dict[int, str]) ->
     missing = _MISSING_RANKS.search(message)
     if missing:
         ranks = missing.group(1).strip().rstrip(",")
-        return (f"waited in a collective for rank {ranks}, which never joined it, and timed out "
+        return (f"waited in a collective for rank {ranks} (numbered within that collective's group), which never "
+                f"joined it, and timed out "
                 f"({error.exception_type}); "
                 f"rank {ranks} was still busy, had stopped, or never makes that call ({_SAME_CALLS})")
     first = message.strip().splitlines()[0][:200] if message.strip() else ""

@@ -273,7 +273,7 @@ def test_a_rank_waiting_for_a_rank_that_never_comes_times_out_first(answer, left
     run = ranks.run_on_ranks(answer, demos.call_on_rank, 2, args("loop_then_reduce"), timeout=5, collective_timeout=1)
     assert run.errors[1].kind == "timeout"
     assert run.collective[0]
-    assert "waited in a collective for rank 1, which never joined it, and timed out" in run.errors[0].summary
+    assert "waited in a collective for rank 1 (numbered within that collective's group), which never joined it, and timed out" in run.errors[0].summary
     problem = run.problem().describe()  # the endless loop is the cause, so it comes first
     assert problem.startswith("on rank 1 of 2: did not finish within 5 s")
 

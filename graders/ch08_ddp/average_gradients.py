@@ -1,0 +1,280 @@
+"""average_gradients(model, group=None): every gradient becomes its mean over the group's ranks, as DDP's.
+
+Each check runs a real process group (gloo on CPU; NCCL with a GPU per rank) through
+:func:`graders.ranks.run_on_ranks`. On every rank a scenario builds the same model from a :class:`GradCase`
+(optionally with weights that differ per rank), runs forward and backward on that rank's own batch, calls
+the student's ``average_gradients`` (only on the ranks of the group), and reports every gradient, parameter
+and buffer as observations.
+
+The judge builds the same model for every rank in its own process, computes each rank's local gradients
+itself, and expects their mean over the group: that is what ``DistributedDataParallel`` produces
+(tests/test_average_gradients.py proves it on real ranks). A wrong gradient is compared with what common
+mistakes give (the sum, the mean divided again, the default group's size instead of the group's, the
+rank's own gradient left alone) and the one mistake that matches is named.
+
+A rank that waits in a collective the other ranks never call (a reduction on rank 0 only, a group
+ignored) fails within seconds, with the ranks' stories (graders/ranks.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from graders.compare import difference, dtype_name, show
+from graders.isolation import RunnerStudent
+from graders.outcomes import StudentCodeError, fail, fail_mismatch
+from graders.ranks import RankContext
+from graders.registry import exercise, judge_only
+from graders.student import Submission
+
+AVERAGE_GRADIENTS = exercise("average_gradients", chapter="08_ddp", names=["average_gradients"])
+
+RTOL, ATOL = 1e-5, 1e-7  # the specification's tolerance
+
+
+@dataclasses.dataclass(frozen=True)
+class GradCase:
+    world_size: int
+    model: str = "mlp"  # "mlp", "conv" (float64) or "partly_used" (a frozen layer and an unused one)
+    group: tuple[int, ...] | None = None  # the ranks of a new group; None: the default group, group not passed
+    weights_differ: bool = False  # each rank's weights are moved by its own amount (and a BatchNorm has buffers)
+    seed: int = 5
+
+    @property
+    def members(self) -> list[int]:
+        return list(self.group) if self.group is not None else list(range(self.world_size))
+
+    @property
+    def call(self) -> str:
+        return "average_gradients(model)" if self.group is None else "average_gradients(model, group)"
+
+    @property
+    def given(self) -> str:
+        ranks = f"{self.world_size} ranks"
+        if self.group is not None:
+            ranks += (f", group = dist.new_group({list(self.group)}) (only ranks {self.group} call "
+                      f"average_gradients)")
+        weights = "; the ranks' weights differ" if self.weights_differ else ""
+        return f"{ranks}, each with its own batch; after backward(), {self.call}{weights} (model: {self.model})"
+
+
+class PartlyUsed(nn.Module):
+    """A frozen layer (requires_grad=False) and a layer forward never uses: neither gets a gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frozen = nn.Linear(5, 8)
+        self.frozen.requires_grad_(False)
+        self.used = nn.Linear(8, 3)
+        self.unused = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.used(torch.relu(self.frozen(x)))
+
+
+def build_model(case: GradCase, rank: int) -> nn.Module:
+    """The same model on every rank (weights from ``case.seed``; moved per rank when ``weights_differ``)."""
+    with torch.random.fork_rng(devices=[]):  # the global RNG seeds the layers; the caller's stays as it was
+        torch.manual_seed(case.seed)
+        return _moved(case, _layers(case), rank)
+
+
+def _layers(case: GradCase) -> nn.Module:
+    if case.model == "conv":
+        model: nn.Module = nn.Sequential(nn.Conv1d(2, 4, 3), nn.Tanh(), nn.Flatten(), nn.Linear(16, 3)).double()
+    elif case.model == "partly_used":
+        model = PartlyUsed()
+    elif case.weights_differ:
+        model = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 3))
+    else:
+        model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+    return model
+
+
+def _moved(case: GradCase, model: nn.Module, rank: int) -> nn.Module:
+    if case.weights_differ:
+        shift = torch.Generator().manual_seed(100 + rank)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(0.3 * torch.randn(parameter.shape, generator=shift, dtype=parameter.dtype))
+    return model
+
+
+def local_backward(case: GradCase, rank: int, device: torch.device | str) -> nn.Module:
+    """Build the model, run this rank's own batch forward and backward; return the model (grads local)."""
+    model = build_model(case, rank).to(device)
+    data = torch.Generator().manual_seed(1000 * case.seed + rank)
+    dtype = next(model.parameters()).dtype
+    shape = (6, 2, 6) if case.model == "conv" else (6, 5)
+    inputs = torch.randn(shape, generator=data, dtype=dtype).to(device)
+    targets = torch.randn(6, 3, generator=data, dtype=dtype).to(device)
+    loss = ((model(inputs) - targets) ** 2).mean() * (1 + rank)  # another scale per rank: the mean is not any one
+    loss.backward()
+    return model
+
+
+def _cpu_state(model: nn.Module) -> dict[str, Any]:
+    return {"grads": {n: None if p.grad is None else p.grad.detach().cpu().clone() for n, p in model.named_parameters()},
+            "params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()},
+            "buffers": {n: b.detach().cpu().clone() for n, b in model.named_buffers()}}
+
+
+# ==================================================================================================
+# On each rank
+# ==================================================================================================
+def backward_then_average(student: RunnerStudent, rank: RankContext, case: GradCase) -> dict[str, Any]:
+    """Local backward, then the student's average_gradients on the group's ranks; report every tensor."""
+    group = dist.new_group(list(case.group)) if case.group is not None else None  # every rank must call new_group
+    model = local_backward(case, rank.rank, rank.device)
+    called = rank.rank in case.members
+    if called:
+        function = student.get("average_gradients")
+        if group is None:
+            student.run(function, model)
+        else:
+            student.run(function, model, group)
+    return {"called": called, **_cpu_state(model)}
+
+
+# ==================================================================================================
+# In the judge
+# ==================================================================================================
+@judge_only
+def local_states(case: GradCase) -> list[dict[str, Any]]:
+    """Every rank's model after its own backward (before any averaging), computed here."""
+    return [_cpu_state(local_backward(case, r, "cpu")) for r in range(case.world_size)]
+
+
+def _mean(states: list[dict[str, Any]], members: list[int], name: str) -> torch.Tensor:
+    return torch.stack([states[r]["grads"][name].double() for r in members]).mean(0)
+
+
+def _mistakes(case: GradCase, states: list[dict[str, Any]], rank: int, name: str) -> list[tuple[str, torch.Tensor]]:
+    members = case.members
+    total = torch.stack([states[r]["grads"][name].double() for r in members]).sum(0)
+    size = len(members)
+    mistakes = [
+        ("the gradients were summed but not divided by the number of ranks (all_reduce sums; divide by "
+         "dist.get_world_size(group) afterwards)", total),
+        ("divided twice: the mean was divided by the number of ranks again", total / size ** 2),
+        ("the rank's own gradient is left as it was: nothing was averaged on this rank (dist.reduce leaves the "
+         "result on one rank only; all_reduce gives it to every rank)", states[rank]["grads"][name].double()),
+    ]
+    if case.group is not None:
+        mistakes.append((f"divided by the default group's size ({case.world_size}) instead of the group's "
+                         f"({size}): use dist.get_world_size(group)", total / case.world_size))
+    return mistakes
+
+
+def _holds_the_mean(case: GradCase, states: list[dict[str, Any]], seen: dict[str, Any]) -> bool:
+    return all(seen["grads"][name] is not None
+               and torch.allclose(seen["grads"][name].double(), _mean(states, case.members, name), rtol=RTOL, atol=ATOL)
+               for name, local in states[case.members[0]]["grads"].items() if local is not None)
+
+
+def _cause(case: GradCase, states: list[dict[str, Any]], observed: list[dict[str, Any]], rank: int, name: str,
+           got: torch.Tensor) -> str | None:
+    first = case.members[0]
+    if rank != first and _holds_the_mean(case, states, observed[first]):
+        return (f"only rank {first} holds the mean: dist.reduce(..., dst={first}) (or a reduction whose result only "
+                f"one rank keeps) leaves the other ranks without it; all_reduce gives the result to every rank")
+    expected = _mean(states, case.members, name)
+    matching = {cause for cause, value in _mistakes(case, states, rank, name)
+                if not torch.allclose(value, expected, rtol=RTOL, atol=ATOL)
+                and torch.allclose(got.double(), value, rtol=RTOL, atol=ATOL)}
+    return matching.pop() if len(matching) == 1 else None
+
+
+def _run(student: Submission, case: GradCase, device: Any) -> list[dict[str, Any]]:
+    # A rank of a group waiting for a member that returned is not unblocked by the end-of-run collective (that
+    # runs on the default group): only the collective timeout ends it. These collectives take milliseconds.
+    timeout = 3.0 if case.group is not None else 5.0
+    run = student.on_ranks(backward_then_average, case.world_size, [(case,)] * case.world_size, device=device,
+                           collective_timeout=timeout)
+    return run.values()
+
+
+def _expect_average(student: Submission, case: GradCase, device: Any, *, skipped_hint: bool = False) -> None:
+    states = local_states(case)  # expected values first, before any student code runs
+    try:
+        observed = _run(student, case, device)
+    except StudentCodeError as exc:
+        message = exc.error.exception_message
+        if skipped_hint and exc.error.exception_type in ("AttributeError", "TypeError") and "NoneType" in message:
+            fail(f"{case.call} raised on a model with parameters that have no gradient: {exc.error.describe()}\n"
+                 f"  likely cause: a parameter without a gradient (p.grad is None: frozen, or unused by forward) "
+                 f"must be skipped")
+        raise exc.within(f"{case.call} ({case.given})") from None
+    for rank, seen in enumerate(observed):
+        where = f"rank {rank} of {case.world_size}"
+        for kind in ("params", "buffers"):
+            for name, before in states[rank][kind].items():
+                # Parameters come back exactly; buffers were updated by forward on this rank's device.
+                same = (torch.equal(seen[kind][name], before) if kind == "params" else
+                        torch.allclose(seen[kind][name], before, rtol=RTOL, atol=ATOL))
+                if not same:
+                    noun = "parameter" if kind == "params" else "buffer"
+                    fail(f"on {where}, the {noun} {name!r} changed: average_gradients must change the gradients "
+                         f"only, never the weights or buffers ({case.given}); "
+                         f"{difference(seen[kind][name], before)}"
+                         + ("\n  likely cause: the weights (parameters or state_dict) were averaged instead of "
+                            "the gradients (p.grad)" if case.weights_differ else ""))
+        for name, local in states[rank]["grads"].items():
+            got = seen["grads"][name]
+            if local is None:
+                if got is not None:
+                    fail(f"on {where}, parameter {name!r} had no gradient (its .grad was None) and afterwards holds "
+                         f"{show(got)}; parameters without a gradient must be skipped, their .grad left None "
+                         f"({case.given})")
+                continue
+            if got is None:
+                fail(f"on {where}, the gradient of {name!r} was removed (its .grad is None afterwards); it must "
+                     f"hold the mean over the ranks ({case.given})")
+            if got.dtype != local.dtype or got.shape != local.shape:
+                fail(f"on {where}, the gradient of {name!r} is a {dtype_name(got.dtype)} tensor of shape "
+                     f"{tuple(got.shape)}; it was {dtype_name(local.dtype)} of shape {tuple(local.shape)}")
+            expected = _mean(states, case.members, name) if rank in case.members else local.double()
+            if not torch.allclose(got.double(), expected, rtol=RTOL, atol=ATOL):
+                what = (f"on {where}, the gradient of {name!r} is not the mean over the ranks {case.members}"
+                        if rank in case.members else
+                        f"on {where}, which is not in the group and does not call average_gradients, the "
+                        f"gradient of {name!r} changed")
+                fail_mismatch(what, given=case.given, expected=show(expected.to(local.dtype), 6),
+                              got=show(got, 6),
+                              where=difference(got, expected, rtol=RTOL, atol=ATOL),
+                              cause=_cause(case, states, observed, rank, name, got) if rank in case.members else None)
+
+
+@AVERAGE_GRADIENTS.check(points=2)
+def averages_on_two_ranks(student: Submission, device: Any) -> None:
+    """On 2 ranks, every gradient becomes the mean of the two ranks' gradients (on both ranks)."""
+    _expect_average(student, GradCase(world_size=2), device)
+
+
+@AVERAGE_GRADIENTS.check(points=1)
+def averages_on_three_ranks(student: Submission, device: Any) -> None:
+    """On 3 ranks, a float64 model: the mean over 3, on every rank."""
+    _expect_average(student, GradCase(world_size=3, model="conv", seed=8), device)
+
+
+@AVERAGE_GRADIENTS.check(points=1)
+def skips_parameters_without_gradients(student: Submission, device: Any) -> None:
+    """Parameters whose .grad is None (frozen, or unused by forward) are skipped and stay None."""
+    _expect_average(student, GradCase(world_size=2, model="partly_used", seed=3), device, skipped_hint=True)
+
+
+@AVERAGE_GRADIENTS.check(points=2)
+def averages_within_a_group(student: Submission, device: Any) -> None:
+    """With group = new_group([0, 2]) of 3 ranks: the mean over ranks 0 and 2 only; rank 1 is not involved."""
+    _expect_average(student, GradCase(world_size=3, group=(0, 2), seed=6), device)
+
+
+@AVERAGE_GRADIENTS.check(points=1)
+def leaves_the_weights_alone(student: Submission, device: Any) -> None:
+    """Only gradients change: with weights that differ per rank, parameters and buffers stay as they were."""
+    _expect_average(student, GradCase(world_size=2, weights_differ=True, seed=9), device)

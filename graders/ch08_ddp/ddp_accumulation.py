@@ -1,0 +1,441 @@
+"""ddp_accumulation_step(ddp_model, optimizer, loss_fn, micro_batches): one optimizer step of gradient
+accumulation under DistributedDataParallel, with one gradient all-reduce per call.
+
+Each check runs a real process group (gloo on CPU; NCCL with a GPU per rank) through
+:func:`graders.ranks.run_on_ranks`. On every rank a scenario builds the same model from an
+:class:`AccumulationCase`, wraps it in DDP with a communication hook that records every bucket it
+all-reduces, records at each forward whether DDP was inside ``no_sync`` (DDP decides at forward time
+whether the coming backward all-reduces), counts forwards that went around DDP (``ddp_model.module(x)``)
+and all-reduces the student's code makes by hand, and calls the student's function once per step with
+that rank's own micro-batches. It reports those records, the returned value and the parameters after
+each call.
+
+The judge trains the same model in one process on every rank's micro-batches (the mean loss over all of
+them), step by step, and expects those parameters on every rank. A wrong step is compared with what
+common mistakes give (losses not divided, divided by the ranks as well, old gradients kept, only the last
+micro-batch, no synchronisation) and the one mistake that matches is named.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from graders.compare import difference, show, show_number
+from graders.isolation import RunnerStudent, StudentRaised
+from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
+from graders.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, RankContext
+from graders.registry import exercise, judge_only
+from graders.student import Submission
+
+DDP_ACCUMULATION = exercise("ddp_accumulation", chapter="08_ddp", names=["ddp_accumulation_step"],
+                            steps_optimizers=True)
+
+RTOL, ATOL = 1e-5, 1e-6  # parameters after a step: float32 sums in another order differ in the last bits
+LOSS_RTOL = 1e-5
+
+
+@dataclasses.dataclass(frozen=True)
+class AccumulationCase:
+    world_size: int = 2
+    counts: tuple[int, ...] = (3, 3)  # micro-batches per call; one call per optimizer step
+    batch: int = 4  # samples per micro-batch
+    bucket_cap_mb: float = 25.0  # tiny: several gradient buckets (after DDP's first step)
+    leftover: bool = False  # gradients lie in .grad before the first call
+    loss: str = "mse"  # or "cross_entropy"
+    momentum: float = 0.0
+    lr: float = 0.5
+    seed: int = 3
+    empty_call: bool = False  # after the steps, call with an empty list
+
+    def given(self, call: int) -> str:
+        leftover = "; gradients were left in .grad before the first call" if self.leftover else ""
+        steps = f"call {call + 1} of {len(self.counts)}" if len(self.counts) > 1 else "one call"
+        return (f"{self.world_size} ranks, each with its own {self.counts[call]} micro-batches of {self.batch} "
+                f"samples ({steps}); {self.loss} loss, SGD(lr={self.lr}, momentum={self.momentum}){leftover}")
+
+
+def build_model(case: AccumulationCase) -> nn.Module:
+    with torch.random.fork_rng(devices=[]):  # the global RNG seeds the layers; the caller's stays as it was
+        torch.manual_seed(case.seed)
+        outputs = 3 if case.loss == "cross_entropy" else 4
+        return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, outputs))
+
+
+def loss_function(case: AccumulationCase) -> nn.Module:
+    return nn.CrossEntropyLoss() if case.loss == "cross_entropy" else nn.MSELoss()
+
+
+def micro_batches(case: AccumulationCase, rank: int, call: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Rank ``rank``'s micro-batches for call ``call`` (on the CPU)."""
+    data = torch.Generator().manual_seed(10_000 * case.seed + 100 * call + rank)
+    batches = []
+    for _ in range(case.counts[call]):
+        inputs = torch.randn(case.batch, 6, generator=data)
+        if case.loss == "cross_entropy":
+            targets = torch.randint(0, 3, (case.batch,), generator=data)
+        else:
+            targets = torch.randn(case.batch, 4, generator=data)
+        batches.append((inputs, targets))
+    return batches
+
+
+def leftover_gradients(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The same stale gradients on every rank (what a previous step could have left)."""
+    stale = torch.Generator().manual_seed(77)
+    return {name: 3.0 * torch.randn(p.shape, generator=stale) for name, p in model.named_parameters()}
+
+
+def make_optimizer(case: AccumulationCase, model: nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.SGD(model.parameters(), lr=case.lr, momentum=case.momentum)
+
+
+# ==================================================================================================
+# On each rank
+# ==================================================================================================
+_ALL_REDUCE = dist.all_reduce  # the hook's own: the student's all-reduces are counted through dist.all_reduce
+
+
+@dataclasses.dataclass
+class _Record:
+    world_size: int
+    group: Any  # DDP's process group
+    buckets: list[tuple[int, bool]] = dataclasses.field(default_factory=list)  # (index, is_last) per all-reduce
+    forwards: list[bool] = dataclasses.field(default_factory=list)  # DDP's forward: would its backward sync?
+    inner: int = 0  # forwards of the wrapped module (through DDP or around it)
+    by_hand: int = 0  # all-reduces the student's code made on gradient-sized tensors
+
+
+def _group_without_debug_wrapper(backend: str) -> dist.ProcessGroup:
+    """All ranks in a group of their own, made without TORCH_DISTRIBUTED_DEBUG=DETAIL's checking wrapper.
+
+    torch 2.14.1 crashes (SIGSEGV, in DDP's constructor, where it logs) when DDP is given a group that
+    DETAIL wrapped. The student's own collectives still go through the default group, which is checked.
+    """
+    level = dist.get_debug_level()
+    dist.set_debug_level(dist.DebugLevel.OFF)
+    try:
+        return dist.new_group(backend=backend, timeout=timedelta(seconds=DEFAULT_COLLECTIVE_TIMEOUT_S))
+    finally:
+        dist.set_debug_level(level)
+
+
+def _counting_allreduce_hook(record, bucket):  # type: ignore[no-untyped-def]
+    """DDP's default behaviour (all-reduce the bucket, divide by the world size), recorded.
+
+    (No annotations: DDP checks them, and ``from __future__ import annotations`` would turn them into text.)
+    """
+    record.buckets.append((bucket.index(), bucket.is_last()))
+    future = _ALL_REDUCE(bucket.buffer(), group=record.group, async_op=True).get_future()
+    return future.then(lambda done: done.value()[0].div_(record.world_size))
+
+
+@contextlib.contextmanager
+def _all_reduce_counted(record: _Record, model: nn.Module) -> Iterator[None]:
+    """Count the student's ``dist.all_reduce`` calls on tensors the size of a gradient (or of all of them)."""
+    sizes = {p.numel() for p in model.parameters()} | {sum(p.numel() for p in model.parameters())}
+    modules = (dist, dist.distributed_c10d)
+    originals = [module.all_reduce for module in modules]
+
+    def counted(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and tensor.numel() in sizes:
+            record.by_hand += 1
+        return originals[0](tensor, *args, **kwargs)
+
+    for module in modules:
+        module.all_reduce = counted
+    try:
+        yield
+    finally:
+        for module, original in zip(modules, originals):
+            module.all_reduce = original
+
+
+def _describe_return(value: Any) -> dict[str, Any]:
+    if isinstance(value, float):
+        return {"kind": "float", "value": float(value)}
+    if isinstance(value, torch.Tensor):
+        return {"kind": "other", "what": f"a tensor ({value.dtype}, shape {tuple(value.shape)})",
+                "hint": "return a Python float: loss.item()"}
+    return {"kind": "other", "what": f"{type(value).__qualname__} {repr(value)[:80]}",
+            "hint": "return this rank's mean micro-batch loss as a float"}
+
+
+def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: AccumulationCase) -> dict[str, Any]:
+    """Wrap the model in DDP (recorded), call the student's step once per entry of ``case.counts``."""
+    device = torch.device(rank.device)
+    model = build_model(case).to(device)
+    group = _group_without_debug_wrapper(rank.backend)
+    ddp_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None,
+                                        bucket_cap_mb=case.bucket_cap_mb, process_group=group)
+    record = _Record(rank.world_size, group)
+    ddp_model.register_comm_hook(record, _counting_allreduce_hook)
+    ddp_model.register_forward_pre_hook(lambda module, args: record.forwards.append(module.require_backward_grad_sync))
+
+    def count_inner(module: nn.Module, args: Any) -> None:
+        record.inner += 1
+
+    model.register_forward_pre_hook(count_inner)
+    optimizer = make_optimizer(case, model)
+    if case.leftover:
+        for name, parameter in model.named_parameters():
+            parameter.grad = leftover_gradients(model)[name].to(device)
+    loss_fn = loss_function(case)
+    function = student.get("ddp_accumulation_step")
+    calls = []
+    for call in range(len(case.counts)):
+        batches = [(x.to(device), y.to(device)) for x, y in micro_batches(case, rank.rank, call)]
+        record.buckets, record.forwards, record.inner, record.by_hand = [], [], 0, 0
+        with _all_reduce_counted(record, model):
+            value = student.run(function, ddp_model, optimizer, loss_fn, batches)
+        calls.append({"buckets": list(record.buckets), "forwards": list(record.forwards), "inner": record.inner,
+                      "by_hand": record.by_hand, "returned": _describe_return(value),
+                      "params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()}})
+    empty = None
+    if case.empty_call:
+        try:
+            value = student.run(function, ddp_model, optimizer, loss_fn, [])
+            empty = {"raised": None, "returned": repr(value)[:80]}
+        except StudentRaised as exc:
+            empty = {"raised": dataclasses.asdict(exc.error)}
+    return {"calls": calls, "empty": empty}
+
+
+# ==================================================================================================
+# In the judge: the same steps in one process, on every rank's micro-batches
+# ==================================================================================================
+@dataclasses.dataclass
+class Expected:
+    params: list[dict[str, torch.Tensor]]  # after each call
+    losses: list[list[float]]  # [call][rank]: that rank's mean micro-batch loss before the step
+    mistakes: list[dict[str, list[dict[str, torch.Tensor]]]]  # [call]: cause -> parameters on each rank
+
+
+def _gradients(model: nn.Module, case: AccumulationCase, batches: dict[int, list], scale: float,
+               ranks: list[int], only_last: bool = False) -> dict[str, torch.Tensor]:
+    """The gradient of sum over ``ranks`` and their micro-batches of loss * ``scale`` (only the last ones)."""
+    model.zero_grad(set_to_none=True)
+    loss_fn = loss_function(case)
+    for r in ranks:
+        chosen = batches[r][-1:] if only_last else batches[r]
+        for inputs, targets in chosen:
+            (loss_fn(model(inputs), targets) * scale).backward()
+    return {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+
+
+def _stepped(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: dict[str, torch.Tensor]
+             ) -> tuple[nn.Module, torch.optim.Optimizer, dict[str, torch.Tensor]]:
+    """A copy of ``model`` and ``optimizer`` stepped once with ``gradient``; and the copy's parameters."""
+    model, optimizer = _copies(model, optimizer)
+    for name, parameter in model.named_parameters():
+        parameter.grad = gradient[name].clone()
+    optimizer.step()
+    return model, optimizer, {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def _copies(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[nn.Module, torch.optim.Optimizer]:
+    twin = copy.deepcopy(model)
+    twin_optimizer = type(optimizer)(twin.parameters(), **optimizer.defaults)
+    twin_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))  # it would share the momentum buffers
+    return twin, twin_optimizer
+
+
+@judge_only
+def expected_run(case: AccumulationCase) -> Expected:
+    model = build_model(case)
+    optimizer = make_optimizer(case, model)
+    ranks = list(range(case.world_size))
+    stale = leftover_gradients(model) if case.leftover else None
+    params, losses, mistakes = [], [], []
+    for call, count in enumerate(case.counts):
+        batches = {r: micro_batches(case, r, call) for r in ranks}
+        loss_fn = loss_function(case)
+        with torch.no_grad():
+            losses.append([sum(loss_fn(model(x), y).item() for x, y in batches[r]) / count for r in ranks])
+        mean = _gradients(model, case, batches, 1.0 / (case.world_size * count), ranks)
+        alternatives: dict[str, Any] = {
+            "each micro-batch's loss was not divided by the number of micro-batches, so the gradient is "
+            "that many times too large": {n: g * count for n, g in mean.items()} if count > 1 else None,
+            "the loss was also divided by the number of ranks: DDP already averages the gradients over the "
+            "ranks": {n: g / case.world_size for n, g in mean.items()},
+            "only the last micro-batch's gradient is left (are the gradients zeroed inside the loop?)":
+                _gradients(model, case, batches, 1.0 / (case.world_size * count), ranks, only_last=True)
+                if count > 1 else None,
+        }
+        if stale is not None:
+            alternatives["gradients from before the call leaked in: zero them first (optimizer.zero_grad())"] = \
+                {n: g + stale[n] for n, g in mean.items()}
+        per_rank = {}
+        for cause, gradient in alternatives.items():
+            if gradient is not None:
+                per_rank[cause] = [_stepped(model, optimizer, gradient)[2]] * case.world_size
+        per_rank["the gradients were not synchronised between the ranks: each rank stepped with its own "
+                 "gradient (did the forward go around DDP, through ddp_model.module, or did every backward "
+                 "run inside no_sync?)"] = [
+            _stepped(model, optimizer, _gradients(model, case, batches, 1.0 / count, [r]))[2] for r in ranks]
+        mistakes.append(per_rank)
+        model, optimizer, after = _stepped(model, optimizer, mean)
+        params.append(after)
+        stale = mean  # not zeroing next time would add this step's gradient
+    return Expected(params, losses, mistakes)
+
+
+def _close_params(got: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> bool:
+    return all(torch.allclose(got[n].double(), expected[n].double(), rtol=RTOL, atol=ATOL) for n in expected)
+
+
+def _run(student: Submission, case: AccumulationCase, device: Any) -> tuple[Expected, list[dict[str, Any]]]:
+    expected = expected_run(case)  # expected values first, before any student code runs
+    run = student.on_ranks(accumulate_on_rank, case.world_size, [(case,)] * case.world_size, device=device)
+    try:
+        return expected, run.values()
+    except StudentCodeError as exc:
+        raise exc.within(f"ddp_accumulation_step ({case.given(0)})") from None
+
+
+def _expect_parameters(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]]) -> None:
+    for call in range(len(case.counts)):
+        for rank, seen in enumerate(observed):
+            got = seen["calls"][call]["params"]
+            want = expected.params[call]
+            if _close_params(got, want):
+                continue
+            name = next(n for n in want if not torch.allclose(got[n].double(), want[n].double(), rtol=RTOL, atol=ATOL))
+            causes = [cause for cause, params in expected.mistakes[call].items() if _close_params(got, params[rank])]
+            ranks_differ = any(not _close_params(other["calls"][call]["params"], got) for other in observed)
+            what = (f"after call {call + 1}, rank {rank}'s parameters are not those of one-process training on "
+                    f"all ranks' micro-batches (the mean loss over all of them)")
+            if ranks_differ:
+                what += "; the ranks' parameters also differ from each other"
+            fail_mismatch(what, given=case.given(call), expected=f"{name} = {show(want[name], 6)}",
+                          got=f"{name} = {show(got[name], 6)}", where=difference(got[name], want[name], rtol=RTOL,
+                                                                               atol=ATOL),
+                          cause=causes[0] if len(causes) == 1 else None)
+
+
+def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]]) -> None:
+    """Per call: forwards inside no_sync but the last, through DDP; each bucket all-reduced exactly once."""
+    for call, count in enumerate(case.counts):
+        for rank, seen in enumerate(observed):
+            record = seen["calls"][call]
+            given = case.given(call)
+            wanted = [False] * (count - 1) + [True]
+            if not record["forwards"]:
+                fail(f"on rank {rank}, no forward ran through ddp_model during the call ({count} micro-batches; "
+                     f"{given}): call ddp_model(inputs) for each micro-batch")
+            if record["inner"] > len(record["forwards"]):
+                fail(f"on rank {rank}, {record['inner'] - len(record['forwards'])} of the {record['inner']} forwards "
+                     f"went around DDP (ddp_model.module(x), or the model itself): DDP never saw them, so it cannot "
+                     f"all-reduce their gradients; call ddp_model(x) ({given})")
+            if record["forwards"] != wanted:
+                outside = [i + 1 for i, synced in enumerate(record["forwards"]) if synced]
+                fail(f"on rank {rank}, the forwards through ddp_model were {len(record['forwards'])} for {count} "
+                     f"micro-batches, and forward(s) {outside} ran outside ddp_model.no_sync(); exactly one forward "
+                     f"per micro-batch, and only the last outside no_sync ({given})\n  likely cause: DDP decides "
+                     f"during forward whether the coming backward all-reduces: every micro-batch but the last needs "
+                     f"its forward and its backward inside no_sync, and the last one both outside")
+            indices = sorted(index for index, _ in record["buckets"])
+            lasts = [index for index, last in record["buckets"] if last]
+            if not record["buckets"]:
+                fail(f"on rank {rank}, no gradient was all-reduced during the call ({given}): the last micro-batch's "
+                     f"backward must run outside no_sync, so that DDP all-reduces every bucket once")
+            if indices != list(range(len(indices))) or lasts != [len(indices) - 1]:
+                fail(f"on rank {rank}, DDP all-reduced the gradient buckets {indices} during one call; each bucket "
+                     f"must be all-reduced exactly once per call ({given})\n  likely cause: more than one backward "
+                     f"ran outside no_sync")
+            if record["by_hand"]:
+                fail(f"on rank {rank}, the gradients were all-reduced by hand ({record['by_hand']} dist.all_reduce "
+                     f"call(s)) as well as by DDP; DDP already averages them once, on the backward outside "
+                     f"no_sync ({given})")
+
+
+def _expect_losses(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]]) -> None:
+    for call in range(len(case.counts)):
+        for rank, seen in enumerate(observed):
+            returned = seen["calls"][call]["returned"]
+            want = expected.losses[call][rank]
+            given = case.given(call)
+            if returned["kind"] != "float":
+                fail(f"on rank {rank}, ddp_accumulation_step returned {returned['what']}; expected the float "
+                     f"{show_number(want)} ({returned['hint']}; {given})")
+            got = returned["value"]
+            if abs(got - want) > LOSS_RTOL * abs(want):
+                others = expected.losses[call]
+                hints = {
+                    "the sum of the micro-batch losses, not their mean": want * case.counts[call],
+                    "the mean over the ranks (this rank's own mean is asked for: no all-reduce of the loss)":
+                        sum(others) / len(others),
+                    "the mean divided again by the number of micro-batches": want / case.counts[call],
+                }
+                causes = [c for c, v in hints.items() if abs(v - want) > LOSS_RTOL * abs(want)
+                          and abs(got - v) <= LOSS_RTOL * abs(v)]
+                fail_mismatch(f"on rank {rank}, the returned loss is not this rank's mean micro-batch loss",
+                              given=given, expected=show_number(want), got=show_number(got),
+                              cause=causes[0] if len(causes) == 1 else None)
+
+
+# ==================================================================================================
+# The checks
+# ==================================================================================================
+@DDP_ACCUMULATION.check(points=3)
+def matches_single_process_training(student: Submission, device: Any) -> None:
+    """Two steps on 2 ranks give, on every rank, the parameters of one process trained on all micro-batches."""
+    case = AccumulationCase(world_size=2, counts=(3, 3))
+    expected, observed = _run(student, case, device)
+    _expect_parameters(case, expected, observed)
+
+
+@DDP_ACCUMULATION.check(points=2)
+def all_reduces_once_per_call(student: Submission, device: Any) -> None:
+    """Forward and backward inside no_sync but the last; each gradient bucket all-reduced exactly once per call."""
+    case = AccumulationCase(world_size=2, counts=(4, 2, 4), bucket_cap_mb=0.0001, seed=5)
+    expected, observed = _run(student, case, device)
+    _expect_one_all_reduce(case, observed)
+    _expect_parameters(case, expected, observed)
+
+
+@DDP_ACCUMULATION.check(points=1)
+def clears_leftover_gradients(student: Submission, device: Any) -> None:
+    """Gradients already in .grad before the call (from an earlier step) do not leak into the step."""
+    case = AccumulationCase(world_size=2, counts=(2, 2), leftover=True, momentum=0.9, seed=7)
+    expected, observed = _run(student, case, device)
+    _expect_parameters(case, expected, observed)
+
+
+@DDP_ACCUMULATION.check(points=1)
+def returns_the_mean_loss(student: Submission, device: Any) -> None:
+    """On 3 ranks (with 2, then 1 micro-batches), each rank returns its own mean micro-batch loss as a float."""
+    case = AccumulationCase(world_size=3, counts=(2, 1), loss="cross_entropy", seed=11)
+    expected, observed = _run(student, case, device)
+    _expect_losses(case, expected, observed)
+    _expect_parameters(case, expected, observed)
+
+
+@DDP_ACCUMULATION.check(points=1)
+def empty_list_raises_value_error(student: Submission, device: Any) -> None:
+    """An empty list of micro-batches raises ValueError (after a step that works)."""
+    case = AccumulationCase(world_size=2, counts=(2,), empty_call=True, seed=13)
+    expected, observed = _run(student, case, device)
+    _expect_parameters(case, expected, observed)
+    for rank, seen in enumerate(observed):
+        empty = seen["empty"]
+        if empty["raised"] is None:
+            fail(f"on rank {rank}, ddp_accumulation_step(ddp_model, optimizer, loss_fn, []) returned "
+                 f"{empty['returned']}; it must raise ValueError because there is no micro-batch to step with "
+                 f"(likely cause: a missing check at the top of the function)")
+        error = StudentError(**empty["raised"])
+        if not error.is_instance(ValueError):
+            fail(f"on rank {rank}, ddp_accumulation_step(ddp_model, optimizer, loss_fn, []) must raise ValueError "
+                 f"because there is no micro-batch to step with, but it {error.describe()}\n  likely cause: "
+                 + ("assert raises AssertionError; raise ValueError(...) instead"
+                    if error.exception_type == "AssertionError" else
+                    "nothing checks for an empty list before it is used; raise ValueError(...) at the top"))
