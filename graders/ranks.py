@@ -10,7 +10,8 @@ first joins a fresh process group, then runs the scenario, then leaves the group
 ``scenario`` is a module-level function of a ``graders`` module (as for ``Submission.scenario``); it
 receives this rank's arguments and a :class:`RankContext` (``rank``, ``world_size``, ``backend``,
 ``device``: put this rank's tensors there). The group is the default group, so the student's code and
-the scenario use ``torch.distributed`` directly.
+the scenario use ``torch.distributed`` directly. A scenario that wraps a model in ``DistributedDataParallel``
+gives it :func:`ddp_group` (torch 2.14.1 crashes on a group checked by DETAIL, below).
 
 How a run is set up, and why:
 
@@ -527,6 +528,23 @@ def _explain_collective(error: StudentError, rank: int, left: dict[int, str]) ->
 # ==================================================================================================
 # Inside each rank's runner
 # ==================================================================================================
+def ddp_group(backend: str, timeout: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> "torch.distributed.ProcessGroup":
+    """A group of every rank for ``DistributedDataParallel`` in a scenario: made without the checking wrapper
+    that ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` puts around every group, with a short timeout.
+
+    torch 2.14.1 crashes (SIGSEGV, in DDP's constructor, where it logs) when DDP is given a group that
+    DETAIL wrapped. The student's own collectives still go through the default group, which is checked.
+    """
+    import torch.distributed as dist
+
+    level = dist.get_debug_level()
+    dist.set_debug_level(dist.DebugLevel.OFF)
+    try:
+        return dist.new_group(backend=backend, timeout=timedelta(seconds=timeout))
+    finally:
+        dist.set_debug_level(level)
+
+
 def _rank_main(student: RunnerStudent, setup: dict, args: tuple, kwargs: dict) -> dict:
     """Join the group and run the scenario (the group stays: :func:`_rank_end` leaves it).
 

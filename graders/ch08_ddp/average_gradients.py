@@ -105,16 +105,22 @@ def _moved(case: GradCase, model: nn.Module, rank: int) -> nn.Module:
     return model
 
 
+def rank_batch(case: GradCase, rank: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """This rank's own batch (made on the CPU)."""
+    data = torch.Generator().manual_seed(1000 * case.seed + rank)
+    shape = (6, 2, 6) if case.model == "conv" else (6, 5)
+    return torch.randn(shape, generator=data, dtype=dtype), torch.randn(6, 3, generator=data, dtype=dtype)
+
+
+def rank_loss(outputs: torch.Tensor, targets: torch.Tensor, rank: int) -> torch.Tensor:
+    return ((outputs - targets) ** 2).mean() * (1 + rank)  # another scale per rank: the mean is not any one
+
+
 def local_backward(case: GradCase, rank: int, device: torch.device | str) -> nn.Module:
     """Build the model, run this rank's own batch forward and backward; return the model (grads local)."""
     model = build_model(case, rank).to(device)
-    data = torch.Generator().manual_seed(1000 * case.seed + rank)
-    dtype = next(model.parameters()).dtype
-    shape = (6, 2, 6) if case.model == "conv" else (6, 5)
-    inputs = torch.randn(shape, generator=data, dtype=dtype).to(device)
-    targets = torch.randn(6, 3, generator=data, dtype=dtype).to(device)
-    loss = ((model(inputs) - targets) ** 2).mean() * (1 + rank)  # another scale per rank: the mean is not any one
-    loss.backward()
+    inputs, targets = rank_batch(case, rank, next(model.parameters()).dtype)
+    rank_loss(model(inputs.to(device)), targets.to(device), rank).backward()
     return model
 
 

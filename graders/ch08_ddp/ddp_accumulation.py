@@ -22,7 +22,6 @@ import contextlib
 import copy
 import dataclasses
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 import torch
@@ -33,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 from graders.compare import difference, show, show_number
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, RankContext
+from graders.ranks import RankContext, ddp_group
 from graders.registry import exercise, judge_only
 from graders.student import Submission
 
@@ -115,20 +114,6 @@ class _Record:
     by_hand: int = 0  # all-reduces the student's code made on gradient-sized tensors
 
 
-def _group_without_debug_wrapper(backend: str) -> dist.ProcessGroup:
-    """All ranks in a group of their own, made without TORCH_DISTRIBUTED_DEBUG=DETAIL's checking wrapper.
-
-    torch 2.14.1 crashes (SIGSEGV, in DDP's constructor, where it logs) when DDP is given a group that
-    DETAIL wrapped. The student's own collectives still go through the default group, which is checked.
-    """
-    level = dist.get_debug_level()
-    dist.set_debug_level(dist.DebugLevel.OFF)
-    try:
-        return dist.new_group(backend=backend, timeout=timedelta(seconds=DEFAULT_COLLECTIVE_TIMEOUT_S))
-    finally:
-        dist.set_debug_level(level)
-
-
 def _counting_allreduce_hook(record, bucket):  # type: ignore[no-untyped-def]
     """DDP's default behaviour (all-reduce the bucket, divide by the world size), recorded.
 
@@ -174,7 +159,7 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
     """Wrap the model in DDP (recorded), call the student's step once per entry of ``case.counts``."""
     device = torch.device(rank.device)
     model = build_model(case).to(device)
-    group = _group_without_debug_wrapper(rank.backend)
+    group = ddp_group(rank.backend)  # all ranks; see graders.ranks.ddp_group
     ddp_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None,
                                         bucket_cap_mb=case.bucket_cap_mb, process_group=group)
     record = _Record(rank.world_size, group)
