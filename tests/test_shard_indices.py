@@ -71,24 +71,39 @@ def test_the_grader_expects_what_the_sampler_yields():
 def test_every_catalogued_mistake_shows_somewhere():
     """Each mistake the grader can name returns another list than the sampler on at least one checked case."""
     shown: dict[str, int] = {}
-    for case in _all_cases():
+    for case in _all_cases() + grader._cases([(12, 4)], {"drop_last": True}):
         expected = grader.sampler_indices(case)
         for cause, returned in grader._mistakes(case):
-            shown[cause] = shown.get(cause, 0) + (returned != expected)
+            shown[cause] = shown.get(cause, 0) + (returned is not None and returned != expected)
     assert shown and all(count > 0 for count in shown.values()), {c[:40]: n for c, n in shown.items()}
 
 
-def test_a_cause_is_named_only_when_one_mistake_gives_the_list():
-    case = grader.Case(10, 1, 4, (("seed", 3), ("epoch", 5)))
-    expected = grader.sampler_indices(case)
-    mistakes = dict((cause, returned) for cause, returned in grader._mistakes(case))
-    epoch_ignored = next(c for c in mistakes if c.startswith("the epoch is ignored"))
-    assert grader._cause(case, mistakes[epoch_ignored], expected) == epoch_ignored
-    assert grader._cause(case, expected[::-1], expected) is None  # no mistake gives a reversed list
-    # With epoch 0 the "epoch ignored" mistake returns the right list: it can never be named there.
-    plain = grader.Case(10, 1, 4, (("seed", 3),))
-    assert all(not c.startswith("the epoch is ignored") or r == grader.sampler_indices(plain)
-               for c, r in grader._mistakes(plain))
+def _as_if(mistake: str, cases: list) -> list:
+    """What a student who makes exactly ``mistake`` returns on ``cases``."""
+    results = []
+    for case in cases:
+        returned = dict(grader._mistakes(case))[mistake]
+        results.append((case, grader.sampler_indices(case) if returned is None else returned))
+    return results
+
+
+def test_a_cause_is_named_only_when_one_mistake_explains_every_case():
+    cases = _all_cases() + grader._cases([(12, 4)], {"drop_last": True})
+    for mistake, _ in grader._mistakes(cases[0]):
+        results = _as_if(mistake, cases)
+        if all(got == grader.sampler_indices(case) for case, got in results):
+            continue  # this mistake changes nothing on these cases
+        assert grader._cause(results) == mistake, mistake[:60]
+    # Right on every case but one, where the list is reversed: no mistake explains that.
+    results = [(case, grader.sampler_indices(case)) for case in cases]
+    results[5] = (results[5][0], results[5][1][::-1])
+    assert grader._cause(results) is None
+    # A mistake that fits the first wrong case only (as a small permutation may by chance) is not named.
+    epoch_ignored = next(m for m, _ in grader._mistakes(cases[0]) if m.startswith("the epoch is ignored"))
+    mixed = _as_if(epoch_ignored, cases)
+    first = next(i for i, (case, got) in enumerate(mixed) if got != grader.sampler_indices(case))
+    mixed[first + 1:] = [(case, [-1]) for case, _ in mixed[first + 1:]]
+    assert grader._cause(mixed) is None
 
 
 def test_the_checked_sizes_reach_every_rank_padding_and_a_dropped_tail():

@@ -267,6 +267,8 @@ def expected_run(case: AccumulationCase) -> Expected:
                  "gradient (did the forward go around DDP, through ddp_model.module, or did every backward "
                  "run inside no_sync?)"] = [
             _stepped(model, optimizer, _gradients(model, case, batches, 1.0 / count, [r]))[2] for r in ranks]
+        per_rank["optimizer.step() was not called: the parameters did not change"] = [
+            {n: p.detach().clone() for n, p in model.named_parameters()}] * case.world_size
         mistakes.append(per_rank)
         model, optimizer, after = _stepped(model, optimizer, mean)
         params.append(after)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+import sys
 from typing import Any
 
 import torch
@@ -96,24 +96,35 @@ def _mistakes(case: Case) -> list[tuple[str, list[int]]]:
         ("contiguous blocks: DistributedSampler gives rank r every world_size-th index, starting at r "
          "(indices[rank:total:world_size]), not one block per rank", padded[rank * per_rank:(rank + 1) * per_rank]),
         ("no padding: when num_samples is not a multiple of world_size (and drop_last is False), the order is "
-         "extended with its own first indices so that every rank gets the same number", order[rank::size]),
+         "extended with its own first indices so that every rank gets the same number",
+         order[rank::size] if not drop_last else None),
         ("the padding is added only once: when it is longer than the order itself (more ranks than samples), "
          "the order must repeat as many times as needed",
          (order + order[:total - n])[rank:total:size] if not drop_last else None),
         ("drop_last is ignored: with drop_last=True the tail that does not fill every rank is dropped, "
          "nothing is padded", sampler_indices(case, drop_last=False)),
-        ("drop_last works the wrong way round: True drops the tail, False pads",
+        ("drop_last works the wrong way round (or defaults to True): drop_last=True drops the tail, False (the "
+         "default) pads",
          sampler_indices(case, drop_last=not drop_last)),
-        ("shuffle is ignored: shuffle=True permutes with torch.randperm and a generator seeded with seed + epoch; "
-         "shuffle=False keeps the order 0, 1, 2, …", sampler_indices(case, shuffle=not shuffle)),
+        ("with drop_last a whole round is dropped when world_size divides num_samples: only the tail that does "
+         "not fill a round is dropped (num_samples // world_size each)",
+         order[:total - size][rank::size] if drop_last and n % size == 0 and n else None),
+        ("shuffle is ignored or defaults to False: shuffle=True (the default) permutes with torch.randperm and a "
+         "generator seeded with seed + epoch; shuffle=False keeps the order 0, 1, 2, …", sampler_indices(case, shuffle=not shuffle)),
     ]
-    return [(cause, got) for cause, got in mistakes if got is not None]
+    return mistakes
 
 
-def _cause(case: Case, got: list[int], expected: list[int]) -> str | None:
-    """The one mistake that returns exactly ``got`` on ``case`` (None when none or several do)."""
-    matching = {cause for cause, returned in _mistakes(case) if returned == got and returned != expected}
-    return matching.pop() if len(matching) == 1 else None
+def _cause(results: list[tuple[Case, list[int]]]) -> str | None:
+    """The one mistake that gives exactly the student's list on every case of the check (a mistake that does
+    not apply to a case, or changes nothing there, must leave the right list). One case alone is no
+    evidence: with a few samples a wrong permutation often equals another by chance."""
+    causes = None
+    for case, got in results:
+        expected = sampler_indices(case)
+        fitting = {cause for cause, returned in _mistakes(case) if got == (expected if returned is None else returned)}
+        causes = fitting if causes is None else causes & fitting
+    return causes.pop() if causes and len(causes) == 1 else None
 
 
 # ==================================================================================================
@@ -151,33 +162,49 @@ def call_cases(student: RunnerStudent, cases: list[Case]) -> list[dict[str, Any]
 
 
 def rng_around_cases(student: RunnerStudent, cases: list[Case], seed: int) -> dict[str, Any]:
-    """Seed torch's global generator, call every case, and report the results and the generator's state."""
+    """Seed torch's global generator and draw from it (so that reseeding cannot put it back by chance), call
+    every case, and report the results and the generator's state before and after."""
     torch.manual_seed(seed)
+    torch.rand(7)
     before = torch.get_rng_state()
     observed = call_cases(student, cases)
     return {"observed": observed, "before": before, "after": torch.get_rng_state()}
 
 
-def sampler_watched(student: RunnerStudent, cases: list[Case]) -> dict[str, Any]:
-    """Call every case while DistributedSampler's __init__ and __iter__ record being used."""
+def _sampler_code() -> dict[str, Any]:
     sampler = torch.utils.data.distributed.DistributedSampler
-    used: list[str] = []
-    originals = {name: sampler.__dict__[name] for name in ("__init__", "__iter__")}
+    return {name: sampler.__dict__[name].__code__ for name in ("__init__", "__iter__")}
 
-    def recording(name: str) -> Callable[..., Any]:
-        def method(*args: Any, **kwargs: Any) -> Any:
-            used.append(name)
-            return originals[name](*args, **kwargs)
-        return method
 
-    for name in originals:
-        setattr(sampler, name, recording(name))
+def _same_code(code: Any, original: Any) -> bool:
+    """``code`` is ``original``, or a copy of its text (the class's source run with exec): the same name,
+    arguments, local variables and global and attribute names, in the same order. (The bytecode itself may
+    differ: the installed file can be compiled otherwise than a copy made at run time.)"""
+    return code is original or (code.co_name == original.co_name and code.co_argcount == original.co_argcount
+                                and code.co_names == original.co_names and code.co_varnames == original.co_varnames)
+
+
+def sampler_watched(student: RunnerStudent, cases: list[Case]) -> dict[str, Any]:
+    """Call every case while a profile function notes every run of DistributedSampler's __init__ or __iter__
+    (however the student reached them: a reference kept from import time, or a copy of their code)."""
+    originals = _sampler_code()
+    used: set[str] = set()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            for name, original in originals.items():
+                if _same_code(frame.f_code, original):
+                    used.add(f"DistributedSampler.{name}" if frame.f_code is original else
+                             f"a copy of DistributedSampler.{name} (its source run again)")
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
     try:
         observed = call_cases(student, cases)
+        still_watched = sys.getprofile() is profile
     finally:
-        for name, original in originals.items():
-            setattr(sampler, name, original)
-    return {"observed": observed, "used": sorted(set(used))}
+        sys.setprofile(previous)
+    return {"observed": observed, "used": sorted(used), "unwatched": not still_watched}
 
 
 # ==================================================================================================
@@ -185,6 +212,7 @@ def sampler_watched(student: RunnerStudent, cases: list[Case]) -> dict[str, Any]
 # ==================================================================================================
 def _expect_cases(cases: list[Case], observed: list[dict[str, Any]]) -> None:
     """Every case returned exactly DistributedSampler's list, or the check fails on the first that did not."""
+    lists = [(case, seen["values"]) for case, seen in zip(cases, observed) if seen["kind"] == "ints"]
     for case, seen in zip(cases, observed):
         if seen["kind"] == "raised":
             raise StudentCodeError(StudentError(**seen["error"])).within(case.call) from None
@@ -197,7 +225,7 @@ def _expect_cases(cases: list[Case], observed: list[dict[str, Any]]) -> None:
                      f"first difference at position {next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)}")
             fail_mismatch("shard_indices returned other indices than DistributedSampler gives this rank",
                           given=case.call, expected=show(expected), got=show(got), where=where,
-                          cause=_cause(case, got, expected))
+                          cause=_cause(lists) if len(lists) == len(cases) else None)
     if len(observed) < len(cases):  # the runner stops only at an error, which is reported above
         fail("shard_indices was not called on every case (a grader error; please report it)")
 
@@ -269,10 +297,13 @@ def does_not_use_the_sampler(student: Submission, device: Any) -> None:
     cases = _cases([(10, 3)], {"seed": 2, "epoch": 1}, {"shuffle": False, "drop_last": True})
     watched = student.scenario(sampler_watched, cases)
     _expect_cases(cases, watched["observed"])
+    if watched["unwatched"]:
+        fail("shard_indices switched off the grader's profile function (sys.setprofile): the check cannot see "
+             "how the indices were made; compute them without touching the interpreter's hooks")
     if watched["used"]:
-        fail("shard_indices used torch.utils.data.DistributedSampler (its "
-             f"{' and '.join(watched['used'])} ran); the exercise is to compute its indices yourself: "
-             "the permutation, the padding or the dropped tail, and every world_size-th index from rank")
+        fail(f"shard_indices used torch.utils.data.DistributedSampler ({' and '.join(watched['used'])} ran); the "
+             "exercise is to compute its indices yourself: the permutation, the padding or the dropped tail, and "
+             "every world_size-th index from rank")
 
 
 @SHARD_INDICES.check(points=1)

@@ -1,0 +1,30 @@
+"""Bug: defaults drop_last to True, so a call without drop_last= drops the tail instead of padding."""
+import math
+
+import torch
+
+EXPECT_FAIL = {
+    'matches_the_sampler_in_order': 'shard_indices returned other indices than DistributedSampler gives',
+    'matches_the_sampler_shuffled': 'shard_indices returned other indices than DistributedSampler gives',
+    'more_ranks_than_samples': 'shard_indices returned other indices than DistributedSampler gives',
+    'keeps_the_global_rng': 'drop_last works the wrong way round',
+    'does_not_use_the_sampler': 'shard_indices returned other indices than DistributedSampler gives',
+}
+
+
+def shard_indices(num_samples, rank, world_size, *, shuffle=True, seed=0, epoch=0, drop_last=True):
+    if not 0 <= rank < world_size:
+        raise ValueError("bad rank")
+    if shuffle:
+        g = torch.Generator().manual_seed(seed + epoch)
+        indices = torch.randperm(num_samples, generator=g).tolist()
+    else:
+        indices = list(range(num_samples))
+    if drop_last:
+        total = num_samples // world_size * world_size
+        indices = indices[:total]
+    else:
+        total = math.ceil(num_samples / world_size) * world_size
+        while len(indices) < total:
+            indices += indices[: total - len(indices)]
+    return indices[rank:total:world_size]

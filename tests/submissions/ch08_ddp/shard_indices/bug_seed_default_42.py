@@ -1,0 +1,27 @@
+"""Bug: defaults seed to 42 instead of 0."""
+import math
+
+import torch
+
+EXPECT_FAIL = {
+    'matches_the_sampler_shuffled': 'shard_indices returned other indices than DistributedSampler gives',
+    'keeps_the_global_rng': 'shard_indices returned other indices than DistributedSampler gives',
+}
+
+
+def shard_indices(num_samples, rank, world_size, *, shuffle=True, seed=42, epoch=0, drop_last=False):
+    if not 0 <= rank < world_size:
+        raise ValueError("bad rank")
+    if shuffle:
+        g = torch.Generator().manual_seed(seed + epoch)
+        indices = torch.randperm(num_samples, generator=g).tolist()
+    else:
+        indices = list(range(num_samples))
+    if drop_last:
+        total = num_samples // world_size * world_size
+        indices = indices[:total]
+    else:
+        total = math.ceil(num_samples / world_size) * world_size
+        while len(indices) < total:
+            indices += indices[: total - len(indices)]
+    return indices[rank:total:world_size]

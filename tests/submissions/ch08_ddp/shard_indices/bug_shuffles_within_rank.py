@@ -1,0 +1,29 @@
+"""Bug: splits range(n) across ranks first and then shuffles each rank's share, instead of shuffling the whole order first."""
+import math
+
+import torch
+
+EXPECT_FAIL = {
+    'matches_the_sampler_shuffled': 'shard_indices returned other indices than DistributedSampler gives',
+    'more_ranks_than_samples': 'shard_indices returned other indices than DistributedSampler gives',
+    'keeps_the_global_rng': 'shard_indices returned other indices than DistributedSampler gives',
+    'does_not_use_the_sampler': 'shard_indices returned other indices than DistributedSampler gives',
+}
+
+
+def shard_indices(num_samples, rank, world_size, *, shuffle=True, seed=0, epoch=0, drop_last=False):
+    if not 0 <= rank < world_size:
+        raise ValueError("bad rank")
+    indices = list(range(num_samples))
+    if drop_last:
+        total = num_samples // world_size * world_size
+        indices = indices[:total]
+    else:
+        total = math.ceil(num_samples / world_size) * world_size
+        while len(indices) < total:
+            indices += indices[: total - len(indices)]
+    mine = indices[rank:total:world_size]
+    if shuffle:
+        g = torch.Generator().manual_seed(seed + epoch)
+        mine = [mine[i] for i in torch.randperm(len(mine), generator=g).tolist()]
+    return mine
