@@ -8,11 +8,8 @@ import torch
 
 from graders.ch08_ddp import ddp_accumulation as grader
 
-CASES = [grader.AccumulationCase(world_size=2, counts=(3, 3)),
-         grader.AccumulationCase(world_size=2, counts=(2, 2), leftover=True, momentum=0.9, seed=7),
-         grader.AccumulationCase(world_size=3, counts=(2, 1), loss="cross_entropy", seed=11),
-         grader.AccumulationCase(world_size=2, counts=(4, 2, 4), bucket_cap_mb=0.0001, seed=5)]
-IDS = ["two_steps", "momentum_and_leftovers", "three_ranks_cross_entropy", "three_steps"]
+CASES = grader.CASES
+IDS = ["two_steps", "several_buckets", "leftovers_and_momentum", "three_ranks_cross_entropy", "then_empty"]
 
 
 def _plain_training(case: grader.AccumulationCase) -> tuple[list[dict], list[list[float]]]:
@@ -59,3 +56,22 @@ def test_the_checks_start_from_the_same_model_on_every_rank_and_give_each_rank_i
     assert all(torch.equal(a, b) for a, b in zip(first.parameters(), second.parameters()))
     assert not torch.equal(grader.micro_batches(case, 0, 0)[0][0], grader.micro_batches(case, 1, 0)[0][0])
     assert not torch.equal(grader.micro_batches(case, 0, 0)[0][0], grader.micro_batches(case, 0, 1)[0][0])
+
+
+def test_the_reference_on_real_ranks_meets_every_record(tmp_path):
+    """The reference's records are what the checks expect, and the tiny bucket cap really makes several buckets
+    (after DDP's first step, when it rebuilds them in the order gradients arrive)."""
+    from graders.isolation import Limits, StudentSource
+    from graders.ranks import run_on_ranks
+
+    path = tmp_path / "answer.py"
+    path.write_text("from solutions.ch08_ddp import ddp_accumulation_step\n")
+    source = StudentSource.from_file(str(path), ["ddp_accumulation_step"])
+    case = grader.SEVERAL_BUCKETS
+    run = run_on_ranks(source, grader.accumulate_on_rank, case.world_size, [(case,)] * case.world_size,
+                       limits=Limits(instructor=True))
+    observed = run.values()
+    grader._expect_one_all_reduce(case, observed)
+    grader._expect_parameters(case, grader.expected_run(case), observed)
+    buckets = [len(call["buckets"]) for call in observed[0]["calls"]]
+    assert buckets[0] >= 1 and min(buckets[1:]) > 1, buckets

@@ -4,10 +4,10 @@ accumulation under DistributedDataParallel, with one gradient all-reduce per cal
 Each check runs a real process group (gloo on CPU; NCCL with a GPU per rank) through
 :func:`graders.ranks.run_on_ranks`. On every rank a scenario builds the same model from an
 :class:`AccumulationCase`, wraps it in DDP with a communication hook that records every bucket it
-all-reduces, records at each forward whether DDP was inside ``no_sync`` (DDP decides at forward time
-whether the coming backward all-reduces), counts forwards that went around DDP (``ddp_model.module(x)``)
-and all-reduces the student's code makes by hand, and calls the student's function once per step with
-that rank's own micro-batches. It reports those records, the returned value and the parameters after
+all-reduces, records at each forward and each backward whether it ran inside ``no_sync`` (DDP decides at
+forward time whether the coming backward all-reduces), counts forwards that went around DDP
+(``ddp_model.module(x)``) and all-reduces the student's code makes by hand, and calls the student's
+function once per step with that rank's own micro-batches. It reports those records, the returned value and the parameters after
 each call.
 
 The judge trains the same model in one process on every rank's micro-batches (the mean loss over all of
@@ -47,7 +47,7 @@ LOSS_RTOL = 1e-5
 class AccumulationCase:
     world_size: int = 2
     counts: tuple[int, ...] = (3, 3)  # micro-batches per call; one call per optimizer step
-    batch: int = 4  # samples per micro-batch
+    batch: int = 5  # samples per micro-batch (not a count or a world size: dividing by it is no other mistake)
     bucket_cap_mb: float = 25.0  # tiny: several gradient buckets (after DDP's first step)
     leftover: bool = False  # gradients lie in .grad before the first call
     loss: str = "mse"  # or "cross_entropy"
@@ -110,6 +110,7 @@ class _Record:
     group: Any  # DDP's process group
     buckets: list[tuple[int, bool]] = dataclasses.field(default_factory=list)  # (index, is_last) per all-reduce
     forwards: list[bool] = dataclasses.field(default_factory=list)  # DDP's forward: would its backward sync?
+    backwards: list[bool] = dataclasses.field(default_factory=list)  # each backward: outside no_sync?
     inner: int = 0  # forwards of the wrapped module (through DDP or around it)
     by_hand: int = 0  # all-reduces the student's code made on gradient-sized tensors
 
@@ -164,12 +165,19 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
                                         bucket_cap_mb=case.bucket_cap_mb, process_group=group)
     record = _Record(rank.world_size, group)
     ddp_model.register_comm_hook(record, _counting_allreduce_hook)
-    ddp_model.register_forward_pre_hook(lambda module, args: record.forwards.append(module.require_backward_grad_sync))
+    # Forwards without autograd (a loss measured under no_grad) change nothing in DDP: they are not counted.
+    def note_forward(module: nn.Module, args: Any) -> None:
+        if torch.is_grad_enabled():
+            record.forwards.append(module.require_backward_grad_sync)
 
     def count_inner(module: nn.Module, args: Any) -> None:
-        record.inner += 1
+        if torch.is_grad_enabled():
+            record.inner += 1
 
+    ddp_model.register_forward_pre_hook(note_forward)
     model.register_forward_pre_hook(count_inner)
+    # The first layer's weight gets a gradient in every backward, once: its hook sees each backward.
+    next(model.parameters()).register_hook(lambda grad: record.backwards.append(ddp_model.require_backward_grad_sync))
     optimizer = make_optimizer(case, model)
     if case.leftover:
         for name, parameter in model.named_parameters():
@@ -179,10 +187,11 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
     calls = []
     for call in range(len(case.counts)):
         batches = [(x.to(device), y.to(device)) for x, y in micro_batches(case, rank.rank, call)]
-        record.buckets, record.forwards, record.inner, record.by_hand = [], [], 0, 0
+        record.buckets, record.forwards, record.backwards, record.inner, record.by_hand = [], [], [], 0, 0
         with _all_reduce_counted(record, model):
             value = student.run(function, ddp_model, optimizer, loss_fn, batches)
-        calls.append({"buckets": list(record.buckets), "forwards": list(record.forwards), "inner": record.inner,
+        calls.append({"buckets": list(record.buckets), "forwards": list(record.forwards),
+                      "backwards": list(record.backwards), "inner": record.inner,
                       "by_hand": record.by_hand, "returned": _describe_return(value),
                       "params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()}})
     empty = None
@@ -202,6 +211,7 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
 class Expected:
     params: list[dict[str, torch.Tensor]]  # after each call
     losses: list[list[float]]  # [call][rank]: that rank's mean micro-batch loss before the step
+    losses_after: list[list[float]]  # the same, measured again after the step
     mistakes: list[dict[str, list[dict[str, torch.Tensor]]]]  # [call]: cause -> parameters on each rank
 
 
@@ -240,7 +250,7 @@ def expected_run(case: AccumulationCase) -> Expected:
     optimizer = make_optimizer(case, model)
     ranks = list(range(case.world_size))
     stale = leftover_gradients(model) if case.leftover else None
-    params, losses, mistakes = [], [], []
+    params, losses, losses_after, mistakes = [], [], [], []
     for call, count in enumerate(case.counts):
         batches = {r: micro_batches(case, r, call) for r in ranks}
         loss_fn = loss_function(case)
@@ -252,6 +262,8 @@ def expected_run(case: AccumulationCase) -> Expected:
             "that many times too large": {n: g * count for n, g in mean.items()} if count > 1 else None,
             "the loss was also divided by the number of ranks: DDP already averages the gradients over the "
             "ranks": {n: g / case.world_size for n, g in mean.items()},
+            "the gradient is summed over the ranks, not averaged (an all-reduce with SUM on top of DDP's mean?)":
+                {n: g * case.world_size for n, g in mean.items()},
             "only the last micro-batch's gradient is left (are the gradients zeroed inside the loop?)":
                 _gradients(model, case, batches, 1.0 / (case.world_size * count), ranks, only_last=True)
                 if count > 1 else None,
@@ -272,8 +284,10 @@ def expected_run(case: AccumulationCase) -> Expected:
         mistakes.append(per_rank)
         model, optimizer, after = _stepped(model, optimizer, mean)
         params.append(after)
+        with torch.no_grad():
+            losses_after.append([sum(loss_fn(model(x), y).item() for x, y in batches[r]) / count for r in ranks])
         stale = mean  # not zeroing next time would add this step's gradient
-    return Expected(params, losses, mistakes)
+    return Expected(params, losses, losses_after, mistakes)
 
 
 def _close_params(got: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> bool:
@@ -310,7 +324,7 @@ def _expect_parameters(case: AccumulationCase, expected: Expected, observed: lis
 
 
 def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]]) -> None:
-    """Per call: forwards inside no_sync but the last, through DDP; each bucket all-reduced exactly once."""
+    """Per call: forwards and backwards inside no_sync but the last, through DDP; each bucket all-reduced once."""
     for call, count in enumerate(case.counts):
         for rank, seen in enumerate(observed):
             record = seen["calls"][call]
@@ -323,6 +337,10 @@ def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]
                 fail(f"on rank {rank}, {record['inner'] - len(record['forwards'])} of the {record['inner']} forwards "
                      f"went around DDP (ddp_model.module(x), or the model itself): DDP never saw them, so it cannot "
                      f"all-reduce their gradients; call ddp_model(x) ({given})")
+            if True not in record["forwards"]:
+                fail(f"on rank {rank}, every forward of the call ran inside ddp_model.no_sync(), the last one too, so "
+                     f"DDP all-reduced nothing and each rank keeps its own gradient ({given}): the last micro-batch's "
+                     f"forward and backward must run outside no_sync")
             if record["forwards"] != wanted:
                 outside = [i + 1 for i, synced in enumerate(record["forwards"]) if synced]
                 fail(f"on rank {rank}, the forwards through ddp_model were {len(record['forwards'])} for {count} "
@@ -330,6 +348,19 @@ def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]
                      f"per micro-batch, and only the last outside no_sync ({given})\n  likely cause: DDP decides "
                      f"during forward whether the coming backward all-reduces: every micro-batch but the last needs "
                      f"its forward and its backward inside no_sync, and the last one both outside")
+            if len(record["backwards"]) != count:
+                fail(f"on rank {rank}, {len(record['backwards'])} backward(s) ran for {count} micro-batches; each "
+                     f"micro-batch needs its own backward, right after its forward ({given})\n  likely cause: the "
+                     f"losses were added up and one backward run on the sum, which keeps every micro-batch's graph "
+                     f"(and its activations) in memory until the end: the memory accumulation is meant to save"
+                     if len(record["backwards"]) < count else
+                     f"on rank {rank}, {len(record['backwards'])} backwards ran for {count} micro-batches ({given})")
+            if record["backwards"] != wanted:
+                outside = [i + 1 for i, synced in enumerate(record["backwards"]) if synced]
+                fail(f"on rank {rank}, the backward of micro-batch(es) {outside} of {count} ran outside "
+                     f"ddp_model.no_sync(); only the last one may ({given})\n  likely cause: no_sync must hold the "
+                     f"backward as well as the forward (here DDP decided at forward time not to all-reduce, so the "
+                     f"numbers come out right, but the specification asks for both inside)")
             indices = sorted(index for index, _ in record["buckets"])
             lasts = [index for index, last in record["buckets"] if last]
             if not record["buckets"]:
@@ -362,6 +393,8 @@ def _expect_losses(case: AccumulationCase, expected: Expected, observed: list[di
                     "the mean over the ranks (this rank's own mean is asked for: no all-reduce of the loss)":
                         sum(others) / len(others),
                     "the mean divided again by the number of micro-batches": want / case.counts[call],
+                    "the loss measured again after optimizer.step(): return the losses of the micro-batches as they "
+                    "were computed for the step": expected.losses_after[call][rank],
                 }
                 causes = [c for c, v in hints.items() if abs(v - want) > LOSS_RTOL * abs(want)
                           and abs(got - v) <= LOSS_RTOL * abs(v)]
@@ -373,10 +406,19 @@ def _expect_losses(case: AccumulationCase, expected: Expected, observed: list[di
 # ==================================================================================================
 # The checks
 # ==================================================================================================
+# The counts differ from the world size where they can, so that a gradient off by one factor is one mistake.
+TWO_STEPS = AccumulationCase(world_size=2, counts=(3, 3))
+SEVERAL_BUCKETS = AccumulationCase(world_size=2, counts=(4, 3, 4), bucket_cap_mb=0.0001, seed=5)
+LEFTOVERS = AccumulationCase(world_size=2, counts=(3, 3), leftover=True, momentum=0.9, seed=7)
+THREE_RANKS = AccumulationCase(world_size=3, counts=(2, 1), loss="cross_entropy", seed=11)
+THEN_EMPTY = AccumulationCase(world_size=2, counts=(3,), empty_call=True, seed=13)
+CASES = [TWO_STEPS, SEVERAL_BUCKETS, LEFTOVERS, THREE_RANKS, THEN_EMPTY]
+
+
 @DDP_ACCUMULATION.check(points=3)
 def matches_single_process_training(student: Submission, device: Any) -> None:
     """Two steps on 2 ranks give, on every rank, the parameters of one process trained on all micro-batches."""
-    case = AccumulationCase(world_size=2, counts=(3, 3))
+    case = TWO_STEPS
     expected, observed = _run(student, case, device)
     _expect_parameters(case, expected, observed)
 
@@ -384,7 +426,7 @@ def matches_single_process_training(student: Submission, device: Any) -> None:
 @DDP_ACCUMULATION.check(points=2)
 def all_reduces_once_per_call(student: Submission, device: Any) -> None:
     """Forward and backward inside no_sync but the last; each gradient bucket all-reduced exactly once per call."""
-    case = AccumulationCase(world_size=2, counts=(4, 2, 4), bucket_cap_mb=0.0001, seed=5)
+    case = SEVERAL_BUCKETS
     expected, observed = _run(student, case, device)
     _expect_one_all_reduce(case, observed)
     _expect_parameters(case, expected, observed)
@@ -393,7 +435,7 @@ def all_reduces_once_per_call(student: Submission, device: Any) -> None:
 @DDP_ACCUMULATION.check(points=1)
 def clears_leftover_gradients(student: Submission, device: Any) -> None:
     """Gradients already in .grad before the call (from an earlier step) do not leak into the step."""
-    case = AccumulationCase(world_size=2, counts=(2, 2), leftover=True, momentum=0.9, seed=7)
+    case = LEFTOVERS
     expected, observed = _run(student, case, device)
     _expect_parameters(case, expected, observed)
 
@@ -401,7 +443,7 @@ def clears_leftover_gradients(student: Submission, device: Any) -> None:
 @DDP_ACCUMULATION.check(points=1)
 def returns_the_mean_loss(student: Submission, device: Any) -> None:
     """On 3 ranks (with 2, then 1 micro-batches), each rank returns its own mean micro-batch loss as a float."""
-    case = AccumulationCase(world_size=3, counts=(2, 1), loss="cross_entropy", seed=11)
+    case = THREE_RANKS
     expected, observed = _run(student, case, device)
     _expect_losses(case, expected, observed)
     _expect_parameters(case, expected, observed)
@@ -410,7 +452,7 @@ def returns_the_mean_loss(student: Submission, device: Any) -> None:
 @DDP_ACCUMULATION.check(points=1)
 def empty_list_raises_value_error(student: Submission, device: Any) -> None:
     """An empty list of micro-batches raises ValueError (after a step that works)."""
-    case = AccumulationCase(world_size=2, counts=(2,), empty_call=True, seed=13)
+    case = THEN_EMPTY
     expected, observed = _run(student, case, device)
     _expect_parameters(case, expected, observed)
     for rank, seen in enumerate(observed):

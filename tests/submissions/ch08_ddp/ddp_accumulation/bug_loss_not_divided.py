@@ -1,0 +1,25 @@
+"""Bug: backpropagates each micro-batch's loss without dividing it by the number of micro-batches."""
+import contextlib
+
+EXPECT_FAIL = {
+    'matches_single_process_training': 'each micro-batch',
+    'all_reduces_once_per_call': 'each micro-batch',
+    'clears_leftover_gradients': 'each micro-batch',
+    'returns_the_mean_loss': 'on rank 0, the returned loss is',
+    'empty_list_raises_value_error': 'each micro-batch',
+}
+
+
+def ddp_accumulation_step(ddp_model, optimizer, loss_fn, micro_batches):
+    if not micro_batches:
+        raise ValueError("empty")
+    n = len(micro_batches)
+    optimizer.zero_grad()
+    total = 0.0
+    for i, (inputs, targets) in enumerate(micro_batches):
+        with ddp_model.no_sync() if i < n - 1 else contextlib.nullcontext():
+            loss = loss_fn(ddp_model(inputs), targets)
+            loss.backward()
+        total += loss.item()
+    optimizer.step()
+    return total / n
