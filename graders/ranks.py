@@ -439,6 +439,9 @@ def _assemble(outcomes: list[tuple], world_size: int, backend: str, devices: lis
 _DISTRIBUTED_MARKERS = ("Detected mismatch between collectives", "monitoredBarrier", "Connection closed by peer",
                         "Connection reset by peer", "ProcessGroup", "Timed out waiting", "NCCL error",
                         "Socket Timeout", "torch.distributed")
+# Words of a collective that failed because of another rank (it left, stopped, or never came).
+_GONE_MARKERS = ("Connection closed by peer", "Connection reset by peer", "Timed out", "timed out", "Socket Timeout",
+                 "NCCL error", "monitoredBarrier")
 _FINGERPRINT = re.compile(r"Rank (\d+) is running collective:")
 _FIELD = re.compile(r"(OpType|TensorShape|TensorDtypes)=(\[[^\]]*\]|\w+)")
 # DETAIL prints another rank's fingerprint in this short form when it could not read it (its serialised
@@ -521,8 +524,10 @@ def _explain_collective(error: StudentError, rank: int, left: dict[int, str]) ->
                 f"({error.exception_type}); "
                 f"rank {ranks} was still busy, had stopped, or never makes that call ({_SAME_CALLS})")
     first = message.strip().splitlines()[0][:200] if message.strip() else ""
-    return (f"a collective failed ({error.exception_type}: {first}); another rank probably stopped, left, or "
-            "called a different collective")
+    if any(marker in message for marker in _GONE_MARKERS):
+        return (f"a collective failed ({error.exception_type}: {first}); another rank probably stopped, left, or "
+                "called a different collective")
+    return f"a collective refused its arguments ({error.exception_type}: {first})"
 
 
 # ==================================================================================================

@@ -168,8 +168,8 @@ def _mistakes(case: GradCase, states: list[dict[str, Any]], rank: int, name: str
         ("the gradients were summed but not divided by the number of ranks (all_reduce sums; divide by "
          "dist.get_world_size(group) afterwards)", total),
         ("divided twice: the mean was divided by the number of ranks again", total / size ** 2),
-        ("the rank's own gradient is left as it was: nothing was averaged on this rank (dist.reduce leaves the "
-         "result on one rank only; all_reduce gives it to every rank)", states[rank]["grads"][name].double()),
+        ("the rank's own gradient is left as it was: nothing was averaged into it on this rank",
+         states[rank]["grads"][name].double()),
     ]
     if case.group is not None:
         mistakes.append((f"divided by the default group's size ({case.world_size}) instead of the group's "
@@ -220,16 +220,20 @@ def _expect_average(student: Submission, case: GradCase, device: Any, *, skipped
         where = f"rank {rank} of {case.world_size}"
         for kind in ("params", "buffers"):
             for name, before in states[rank][kind].items():
+                after = seen[kind][name]
                 # Parameters come back exactly; buffers were updated by forward on this rank's device.
-                same = (torch.equal(seen[kind][name], before) if kind == "params" else
-                        torch.allclose(seen[kind][name], before, rtol=RTOL, atol=ATOL))
-                if not same:
-                    noun = "parameter" if kind == "params" else "buffer"
-                    fail(f"on {where}, the {noun} {name!r} changed: average_gradients must change the gradients "
-                         f"only, never the weights or buffers ({case.given}); "
-                         f"{difference(seen[kind][name], before)}"
-                         + ("\n  likely cause: the weights (parameters or state_dict) were averaged instead of "
-                            "the gradients (p.grad)" if case.weights_differ else ""))
+                same = (torch.equal(after, before) if kind == "params" else
+                        torch.allclose(after, before, rtol=RTOL, atol=ATOL))
+                if same:
+                    continue
+                noun = "parameter" if kind == "params" else "buffer"
+                members_mean = torch.stack([states[r][kind][name].double() for r in case.members]).mean(0)
+                averaged = (not torch.allclose(before.double(), members_mean, rtol=RTOL, atol=ATOL)
+                            and torch.allclose(after.double(), members_mean, rtol=RTOL, atol=ATOL))
+                fail(f"on {where}, the {noun} {name!r} changed: average_gradients must change the gradients "
+                     f"only, never the weights or buffers ({case.given}); {difference(after, before)}"
+                     + (f"\n  likely cause: the {noun}s (or the whole state_dict) were averaged over the ranks; only "
+                        f"the gradients (p.grad) are" if averaged else ""))
         for name, local in states[rank]["grads"].items():
             got = seen["grads"][name]
             if local is None:

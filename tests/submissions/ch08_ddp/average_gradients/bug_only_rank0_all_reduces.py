@@ -1,0 +1,20 @@
+"""Bug: only rank 0 calls all_reduce (the others wait for nothing), so the collective never completes: the ranks hang."""
+import torch.distributed as dist
+
+EXPECT_FAIL = {
+    'averages_on_two_ranks': 'which rank 1 never called',
+    'averages_on_three_ranks': 'which rank 1 never called',
+    'skips_parameters_without_gradients': 'which rank 1 never called',
+    'averages_within_a_group': 'which rank 1 never called',
+    'leaves_the_weights_alone': 'which rank 1 never called',
+}
+
+
+def average_gradients(model, group=None):
+    n = dist.get_world_size(group)
+    if dist.get_rank() != 0:
+        return
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad, group=group)
+            p.grad /= n

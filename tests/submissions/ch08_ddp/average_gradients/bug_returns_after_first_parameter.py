@@ -1,0 +1,20 @@
+"""Bug: the return is indented inside the loop, so only the first parameter with a gradient is averaged."""
+import torch.distributed as dist
+
+EXPECT_FAIL = {
+    'averages_on_two_ranks': "the rank's own gradient is left as it was",
+    'averages_on_three_ranks': "the rank's own gradient is left as it was",
+    'skips_parameters_without_gradients': "the rank's own gradient is left as it was",
+    'averages_within_a_group': "the rank's own gradient is left as it was",
+    'leaves_the_weights_alone': "the rank's own gradient is left as it was",
+}
+
+
+def average_gradients(model, group=None):
+    n = dist.get_world_size(group)
+    for p in model.parameters():
+        if p.grad is None:
+            continue
+        dist.all_reduce(p.grad, group=group)
+        p.grad /= n
+        return
