@@ -31,7 +31,7 @@ def measure_checks() -> None:
         best = float("inf")
         for _ in range(3):
             start = time.perf_counter()
-            report = graders.check_namespace(exercise.id, vars(reference), device="cpu")
+            report = graders.check_namespace(exercise.id, vars(reference), device="cpu", instructor=True)
             best = min(best, time.perf_counter() - start)
             assert report.passed, report.as_text()
         print(f"  {exercise.id:22s} {best:6.2f} s  ({len(exercise.checks)} checks)")
