@@ -74,16 +74,16 @@ def fails_check(student: RunnerStudent, rank: RankContext) -> None:
     fail("average must return a tensor")
 
 
-def ddp_gradients(student: RunnerStudent, rank: RankContext, case) -> dict:
-    """average_gradients' model, batch and loss on this rank, through DistributedDataParallel: its gradients."""
+def ddp_gradients(student: RunnerStudent, rank: RankContext, case, batch) -> dict:
+    """average_gradients' model, one batch and loss on this rank, through DistributedDataParallel: its gradients."""
     from torch.nn.parallel import DistributedDataParallel
 
-    from graders.ch08_ddp.average_gradients import build_model, rank_batch, rank_loss
+    from graders.ch08_ddp.average_gradients import build_model, rank_loss
     from graders.ranks import ddp_group
 
     model = build_model(case, rank.rank).to(rank.device)
     ddp_model = DistributedDataParallel(model, process_group=ddp_group(rank.backend),
                                         find_unused_parameters=case.model == "partly_used")
-    inputs, targets = rank_batch(case, rank.rank, next(model.parameters()).dtype)
+    inputs, targets = batch
     rank_loss(ddp_model(inputs.to(rank.device)), targets.to(rank.device), rank.rank).backward()
     return {name: None if p.grad is None else p.grad.cpu() for name, p in model.named_parameters()}

@@ -23,15 +23,20 @@ def no_answer(tmp_path):
 
 
 def _expected_means(case: grader.GradCase) -> dict[str, torch.Tensor | None]:
+    """The grader's expectation for the first call."""
     states = grader.local_states(case)
-    return {name: None if local is None else grader._mean(states, case.members, name)
-            for name, local in states[0]["grads"].items()}
+    return {name: None if local is None else grader._mean(states, 0, case.members(0), name)
+            for name, local in states[0][0]["grads"].items()}
+
+
+def _first_batches(case: grader.GradCase) -> list[tuple]:
+    return [(case, grader.rank_batches(case, r)[0]) for r in range(case.world_size)]
 
 
 @pytest.mark.parametrize("case", [grader.GradCase(world_size=2), grader.GradCase(world_size=3, model="conv", seed=8)],
                          ids=["two_ranks_mlp", "three_ranks_conv_float64"])
 def test_the_expected_gradients_are_those_of_ddp(no_answer, case):
-    run = run_on_ranks(no_answer, demos.ddp_gradients, case.world_size, [(case,)] * case.world_size)
+    run = run_on_ranks(no_answer, demos.ddp_gradients, case.world_size, _first_batches(case))
     expected = _expected_means(case)
     for rank, gradients in enumerate(run.values()):
         for name, want in expected.items():
@@ -42,7 +47,7 @@ def test_the_expected_gradients_are_those_of_ddp(no_answer, case):
 def test_ddp_leaves_parameters_without_a_gradient_alone(no_answer):
     """The frozen layer has no gradient under DDP either; the used one gets the mean."""
     case = grader.GradCase(world_size=2, model="partly_used", seed=3)
-    run = run_on_ranks(no_answer, demos.ddp_gradients, 2, [(case,)] * 2)
+    run = run_on_ranks(no_answer, demos.ddp_gradients, 2, _first_batches(case))
     expected = _expected_means(case)
     for gradients in run.values():
         assert gradients["frozen.weight"] is None and expected["frozen.weight"] is None
@@ -50,23 +55,34 @@ def test_ddp_leaves_parameters_without_a_gradient_alone(no_answer):
                                    rtol=grader.RTOL, atol=grader.ATOL)
 
 
-@pytest.mark.parametrize("case", [grader.GradCase(world_size=2), grader.GradCase(world_size=3, group=(0, 2), seed=6),
+@pytest.mark.parametrize("case", [grader.GradCase(world_size=2, calls=(None, None)),
+                                  grader.GradCase(world_size=3, calls=((1, 2), (0, 2), None), seed=6),
                                   grader.GradCase(world_size=2, weights_differ=True, seed=9)],
-                         ids=["two_ranks", "group_of_three", "weights_differ"])
+                         ids=["two_ranks_two_calls", "groups_of_three", "weights_differ"])
 def test_each_mistake_differs_from_the_mean(case):
     """Every mistake the grader can name gives another gradient than the mean on its case, on every member rank
-    (on some parameter: a bias before a BatchNorm has no gradient at all)."""
+    of every call (on some parameter: a bias before a BatchNorm has no gradient at all)."""
     states = grader.local_states(case)
-    for rank in case.members:
-        differs: dict[str, bool] = {}
-        for name, local in states[rank]["grads"].items():
-            if local is None:
-                continue
-            mean = grader._mean(states, case.members, name)
-            for cause, value in grader._mistakes(case, states, rank, name):
-                differs[cause] = differs.get(cause, False) or not torch.allclose(value, mean, rtol=grader.RTOL,
-                                                                                  atol=grader.ATOL)
-        assert differs and all(differs.values()), {cause[:50]: d for cause, d in differs.items()}
+    for call in range(len(case.calls)):
+        for rank in case.members(call):
+            differs: dict[str, bool] = {}
+            for name, local in states[rank][call]["grads"].items():
+                if local is None:
+                    continue
+                mean = grader._mean(states, call, case.members(call), name)
+                for cause, value in grader._mistakes(case, states, call, rank, name):
+                    differs[cause] = differs.get(cause, False) or not torch.allclose(value, mean, rtol=grader.RTOL,
+                                                                                      atol=grader.ATOL)
+            assert differs and all(differs.values()), (call, {cause[:50]: d for cause, d in differs.items()})
+
+
+def test_each_rank_gets_only_its_own_batches():
+    """No rank can compute another's gradients: the batches are made in the judge, differ per rank and call."""
+    case = grader.GradCase(world_size=3, calls=(None, None))
+    batches = [grader.rank_batches(case, r) for r in range(3)]
+    firsts = [b[0][0] for b in batches]
+    assert not torch.equal(firsts[0], firsts[1]) and not torch.equal(batches[0][0][0], batches[0][1][0])
+    assert getattr(grader.rank_batches, "__course_judge_only__", False)
 
 
 def test_the_weights_differ_between_ranks_when_the_case_says_so():

@@ -3,7 +3,7 @@ import torch.distributed as dist
 
 EXPECT_FAIL = {
     'averages_on_two_ranks': 'the gradients were summed but not divided',
-    'averages_on_three_ranks': 'on rank 0 of 3, the gradient',
+    'averages_on_three_ranks': 'is not the mean over the ranks [0',
     'skips_parameters_without_gradients': 'the gradients were summed but not divided',
     'averages_within_a_group': 'the gradients were summed but not divided',
     'leaves_the_weights_alone': 'the gradients were summed but not divided',

@@ -2,11 +2,11 @@
 import os
 
 EXPECT_FAIL = {
-    'averages_on_two_ranks': 'ended its process with exit status 0',
-    'averages_on_three_ranks': 'ended its process with exit status 0',
-    'skips_parameters_without_gradients': 'ended its process with exit status 0',
-    'averages_within_a_group': 'ended its process with exit status 0',
-    'leaves_the_weights_alone': 'ended its process with exit status 0',
+    'averages_on_two_ranks': 'ended its process with exit status',
+    'averages_on_three_ranks': 'ended its process with exit status',
+    'skips_parameters_without_gradients': 'ended its process with exit status',
+    'averages_within_a_group': 'ended its process with exit status',
+    'leaves_the_weights_alone': 'ended its process with exit status',
 }
 
 

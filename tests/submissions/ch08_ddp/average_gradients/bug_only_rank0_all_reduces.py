@@ -2,11 +2,11 @@
 import torch.distributed as dist
 
 EXPECT_FAIL = {
-    'averages_on_two_ranks': 'which rank 1 never called',
-    'averages_on_three_ranks': 'which rank 1 never called',
-    'skips_parameters_without_gradients': 'which rank 1 never called',
-    'averages_within_a_group': 'which never joined it, and timed out',
-    'leaves_the_weights_alone': 'which rank 1 never called',
+    'averages_on_two_ranks': 'called ALLREDUCE on a float tensor',
+    'averages_on_three_ranks': 'called ALLREDUCE on a double tensor',
+    'skips_parameters_without_gradients': 'called ALLREDUCE on a float tensor',
+    'averages_within_a_group': 'waited in a collective for rank',
+    'leaves_the_weights_alone': 'called ALLREDUCE on a float tensor',
 }
 
 

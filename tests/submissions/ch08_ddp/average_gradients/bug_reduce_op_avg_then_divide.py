@@ -2,11 +2,11 @@
 import torch.distributed as dist
 
 EXPECT_FAIL = {
-    'averages_on_two_ranks': 'divided twice: the mean was divided by',
-    'averages_on_three_ranks': 'divided twice: the mean was divided by',
-    'skips_parameters_without_gradients': 'divided twice: the mean was divided by',
-    'averages_within_a_group': 'divided twice: the mean was divided by',
-    'leaves_the_weights_alone': 'divided twice: the mean was divided by',
+    'averages_on_two_ranks': 'divided twice',
+    'averages_on_three_ranks': 'divided twice',
+    'skips_parameters_without_gradients': 'divided twice',
+    'averages_within_a_group': 'divided twice',
+    'leaves_the_weights_alone': 'divided twice',
 }
 
 

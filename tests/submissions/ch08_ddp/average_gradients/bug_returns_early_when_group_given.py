@@ -1,7 +1,9 @@
 """Bug: only handles the default group: when a group is passed it returns at once, leaving the gradients local."""
 import torch.distributed as dist
 
-EXPECT_FAIL = {'averages_within_a_group': "the rank's own gradient is left as it was"}
+EXPECT_FAIL = {
+    'averages_within_a_group': "the rank's own gradient is left as",
+}
 
 
 def average_gradients(model, group=None):

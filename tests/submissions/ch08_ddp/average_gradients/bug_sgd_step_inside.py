@@ -3,11 +3,11 @@ import torch
 import torch.distributed as dist
 
 EXPECT_FAIL = {
-    'averages_on_two_ranks': 'on rank 0 of 2, the parameter',
-    'averages_on_three_ranks': 'on rank 0 of 3, the parameter',
-    'skips_parameters_without_gradients': 'on rank 0 of 2, the parameter',
-    'averages_within_a_group': 'on rank 0 of 3, the parameter',
-    'leaves_the_weights_alone': 'on rank 0 of 2, the parameter',
+    'averages_on_two_ranks': 'changed',
+    'averages_on_three_ranks': 'changed',
+    'skips_parameters_without_gradients': 'changed',
+    'averages_within_a_group': 'changed',
+    'leaves_the_weights_alone': 'changed',
 }
 
 
