@@ -193,7 +193,9 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
         calls.append({"buckets": list(record.buckets), "forwards": list(record.forwards),
                       "backwards": list(record.backwards), "inner": record.inner,
                       "by_hand": record.by_hand, "returned": _describe_return(value),
-                      "params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()}})
+                      "params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()},
+                      "grads": {n: None if p.grad is None else p.grad.detach().cpu().clone()
+                                for n, p in model.named_parameters()}})
     empty = None
     if case.empty_call:
         try:
@@ -210,6 +212,7 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
 @dataclasses.dataclass
 class Expected:
     params: list[dict[str, torch.Tensor]]  # after each call
+    gradients: list[dict[str, torch.Tensor]]  # each call's step: the gradient of the mean loss over all micro-batches
     losses: list[list[float]]  # [call][rank]: that rank's mean micro-batch loss before the step
     losses_after: list[list[float]]  # the same, measured again after the step
     mistakes: list[dict[str, list[dict[str, torch.Tensor]]]]  # [call]: cause -> parameters on each rank
@@ -250,13 +253,14 @@ def expected_run(case: AccumulationCase) -> Expected:
     optimizer = make_optimizer(case, model)
     ranks = list(range(case.world_size))
     stale = leftover_gradients(model) if case.leftover else None
-    params, losses, losses_after, mistakes = [], [], [], []
+    params, gradients, losses, losses_after, mistakes = [], [], [], [], []
     for call, count in enumerate(case.counts):
         batches = {r: micro_batches(case, r, call) for r in ranks}
         loss_fn = loss_function(case)
         with torch.no_grad():
             losses.append([sum(loss_fn(model(x), y).item() for x, y in batches[r]) / count for r in ranks])
         mean = _gradients(model, case, batches, 1.0 / (case.world_size * count), ranks)
+        gradients.append(mean)
         alternatives: dict[str, Any] = {
             "each micro-batch's loss was not divided by the number of micro-batches, so the gradient is "
             "that many times too large": {n: g * count for n, g in mean.items()} if count > 1 else None,
@@ -287,7 +291,7 @@ def expected_run(case: AccumulationCase) -> Expected:
         with torch.no_grad():
             losses_after.append([sum(loss_fn(model(x), y).item() for x, y in batches[r]) / count for r in ranks])
         stale = mean  # not zeroing next time would add this step's gradient
-    return Expected(params, losses, losses_after, mistakes)
+    return Expected(params, gradients, losses, losses_after, mistakes)
 
 
 def _close_params(got: dict[str, torch.Tensor], expected: dict[str, torch.Tensor]) -> bool:
@@ -321,6 +325,31 @@ def _expect_parameters(case: AccumulationCase, expected: Expected, observed: lis
                           got=f"{name} = {show(got[name], 6)}", where=difference(got[name], want[name], rtol=RTOL,
                                                                                atol=ATOL),
                           cause=causes[0] if len(causes) == 1 else None)
+
+
+def _expect_stepped_gradient(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]]) -> None:
+    """The gradients left in .grad after the call (unless cleared after the step) are those it stepped with:
+    the gradient of the mean loss. (Right parameters with another gradient: the learning rate was scaled
+    instead of the loss, which breaks momentum and every optimizer that is not plain SGD.)"""
+    for call in range(len(case.counts)):
+        for rank, seen in enumerate(observed):
+            grads = seen["calls"][call]["grads"]
+            if any(g is None or not bool(g.any()) for g in grads.values()):
+                continue  # cleared after the step (set to None or zeros): nothing to see
+            for name, want in expected.gradients[call].items():
+                got = grads[name]
+                if torch.allclose(got.double(), want.double(), rtol=RTOL, atol=ATOL):
+                    continue
+                ratio = float((got.double() * want.double()).sum() / (want.double() ** 2).sum())
+                scaled = torch.allclose(got.double(), ratio * want.double(), rtol=1e-4, atol=1e-7)
+                fail_mismatch(f"on rank {rank}, after call {call + 1}, the gradient in .grad (the one the step used) "
+                              f"is not that of the mean loss over all micro-batches of all ranks",
+                              given=case.given(call), expected=f"{name}.grad = {show(want, 6)}",
+                              got=f"{name}.grad = {show(got, 6)}", where=difference(got, want, rtol=RTOL, atol=ATOL),
+                              cause=(f"the gradient is {show_number(round(ratio, 4))} times the right one: the loss "
+                                     f"must be divided by the number of micro-batches (scaling the learning rate "
+                                     f"instead gives the same plain SGD step, but a wrong momentum and a wrong "
+                                     f"gradient for clipping or any other optimizer)" if scaled else None))
 
 
 def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]]) -> None:
@@ -386,7 +415,7 @@ def _expect_losses(case: AccumulationCase, expected: Expected, observed: list[di
                 fail(f"on rank {rank}, ddp_accumulation_step returned {returned['what']}; expected the float "
                      f"{show_number(want)} ({returned['hint']}; {given})")
             got = returned["value"]
-            if abs(got - want) > LOSS_RTOL * abs(want):
+            if not abs(got - want) <= LOSS_RTOL * abs(want):  # written so that NaN fails
                 others = expected.losses[call]
                 hints = {
                     "the sum of the micro-batch losses, not their mean": want * case.counts[call],
@@ -421,6 +450,7 @@ def matches_single_process_training(student: Submission, device: Any) -> None:
     case = TWO_STEPS
     expected, observed = _run(student, case, device)
     _expect_parameters(case, expected, observed)
+    _expect_stepped_gradient(case, expected, observed)
 
 
 @DDP_ACCUMULATION.check(points=2)
@@ -438,6 +468,7 @@ def clears_leftover_gradients(student: Submission, device: Any) -> None:
     case = LEFTOVERS
     expected, observed = _run(student, case, device)
     _expect_parameters(case, expected, observed)
+    _expect_stepped_gradient(case, expected, observed)
 
 
 @DDP_ACCUMULATION.check(points=1)
@@ -465,6 +496,15 @@ def empty_list_raises_value_error(student: Submission, device: Any) -> None:
         if not error.is_instance(ValueError):
             fail(f"on rank {rank}, ddp_accumulation_step(ddp_model, optimizer, loss_fn, []) must raise ValueError "
                  f"because there is no micro-batch to step with, but it {error.describe()}\n  likely cause: "
-                 + ("assert raises AssertionError; raise ValueError(...) instead"
-                    if error.exception_type == "AssertionError" else
-                    "nothing checks for an empty list before it is used; raise ValueError(...) at the top"))
+                 + _empty_list_cause(error))
+
+
+def _empty_list_cause(error: StudentError) -> str:
+    """Why an empty list did not raise ValueError: the student's own check raised something else, or the list
+    was used without a check (the error came from using it)."""
+    own_line = (error.where or "").split(": ", 1)[-1].lstrip()
+    if error.exception_type == "AssertionError":
+        return "assert raises AssertionError; raise ValueError(...) instead"
+    if error.kind != "raised" or error.exception_type == "SystemExit" or own_line.startswith("raise "):
+        return "the check for an empty list is there, but the specification asks for ValueError: raise ValueError(...)"
+    return "nothing checks for an empty list before it is used; raise ValueError(...) at the top"

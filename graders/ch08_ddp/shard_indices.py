@@ -131,13 +131,13 @@ def _cause(results: list[tuple[Case, list[int]]]) -> str | None:
 # In the runner: call the student's function on every case, describe what came back
 # ==================================================================================================
 def describe_result(value: Any) -> dict[str, Any]:
-    if isinstance(value, list) and all(type(v) is int for v in value):
-        return {"kind": "ints", "values": value}
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return {"kind": "ints", "values": [int(v) for v in value]}  # int subclasses are ints; bools are not indices
     if isinstance(value, torch.Tensor):
         return {"kind": "other", "what": f"a tensor ({value.dtype}, shape {tuple(value.shape)})",
                 "hint": "return a Python list of ints, for example with .tolist()"}
     if isinstance(value, (list, tuple)):
-        odd = next((v for v in value if type(v) is not int), None)
+        odd = next((v for v in value if not isinstance(v, int) or isinstance(v, bool)), None)
         if isinstance(value, list):
             return {"kind": "other", "what": f"a list holding a {type(odd).__module__}.{type(odd).__qualname__} "
                                              f"({odd!r})",
@@ -249,6 +249,7 @@ def matches_the_sampler_in_order(student: Submission, device: Any) -> None:
 def matches_the_sampler_shuffled(student: Submission, device: Any) -> None:
     """With shuffle (the default): seed + epoch choose the permutation, for every rank, size, seed and epoch."""
     options = [{}, {"epoch": 1}, {"seed": 42, "epoch": 3}, {"shuffle": True, "seed": 7, "drop_last": True},
+               {"seed": -7, "epoch": 2},  # DistributedSampler takes any int seed; seed + epoch may be negative
                {"seed": 2**31 - 1, "epoch": 2, "drop_last": True}, {"seed": 2**40 + 3, "epoch": 17}]
     cases = _cases(SHUFFLED, *options) + [Case(50_000, 1, 3, (("seed", 3), ("epoch", 9)))]
     _check_cases(student, cases)
