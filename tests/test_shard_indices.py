@@ -113,3 +113,26 @@ def test_the_checked_sizes_reach_every_rank_padding_and_a_dropped_tail():
         for n, world_size in sizes:
             assert {c.rank for c in cases if (c.num_samples, c.world_size) == (n, world_size)} == set(range(world_size))
         assert any(n % world_size for n, world_size in sizes), "no size that needs padding or drops a tail"
+
+
+def _watched(function):
+    from graders.isolation import RunnerStudent
+
+    student = RunnerStudent({"shard_indices": function}, set(), "answer.py")
+    return grader.sampler_watched(student, grader._cases([(10, 3)], {"seed": 2}))
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the refused call, in the thread
+def test_the_sampler_is_switched_off_during_the_check_and_back_afterwards():
+    import threading
+
+    def through_a_thread(n, rank, world_size, **options):
+        box = []
+        thread = threading.Thread(target=lambda: box.append(_sampler(n, rank, world_size, **options)))
+        thread.start()
+        thread.join()
+        return box[0] if box else []
+
+    assert _watched(through_a_thread)["used"] == ["DistributedSampler itself"]
+    assert _watched(shard_indices)["used"] == []
+    assert _sampler(10, 1, 3, seed=2) == shard_indices(10, 1, 3, seed=2), "the sampler must work again afterwards"

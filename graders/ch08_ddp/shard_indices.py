@@ -171,40 +171,56 @@ def rng_around_cases(student: RunnerStudent, cases: list[Case], seed: int) -> di
     return {"observed": observed, "before": before, "after": torch.get_rng_state()}
 
 
-def _sampler_code() -> dict[str, Any]:
-    sampler = torch.utils.data.distributed.DistributedSampler
-    return {name: sampler.__dict__[name].__code__ for name in ("__init__", "__iter__")}
-
-
 def _same_code(code: Any, original: Any) -> bool:
-    """``code`` is ``original``, or a copy of its text (the class's source run with exec): the same name,
-    arguments, local variables and global and attribute names, in the same order. (The bytecode itself may
-    differ: the installed file can be compiled otherwise than a copy made at run time.)"""
-    return code is original or (code.co_name == original.co_name and code.co_argcount == original.co_argcount
-                                and code.co_names == original.co_names and code.co_varnames == original.co_varnames)
+    """``code`` is a copy of ``original``'s text (the class's source run again with exec, under any name): the
+    same arguments, local variables and global and attribute names, in the same order. (The bytecode itself
+    may differ: the installed file can be compiled otherwise than a copy made at run time.)"""
+    return (code.co_argcount == original.co_argcount and code.co_names == original.co_names
+            and code.co_varnames == original.co_varnames)
+
+
+SAMPLER_USED: list[str] = []  # filled by the switched-off sampler (it finds this list through sys.modules)
+
+
+def _switched_off_sampler_method(*args: Any, **kwargs: Any) -> Any:
+    """Stands in for DistributedSampler's methods during the check (as their code: it runs with torch's globals)."""
+    import sys
+
+    sys.modules["graders.ch08_ddp.shard_indices"].SAMPLER_USED.append("DistributedSampler")
+    raise RuntimeError("DistributedSampler is switched off while shard_indices is graded: compute the indices")
 
 
 def sampler_watched(student: RunnerStudent, cases: list[Case]) -> dict[str, Any]:
-    """Call every case while a profile function notes every run of DistributedSampler's __init__ or __iter__
-    (however the student reached them: a reference kept from import time, or a copy of their code)."""
-    originals = _sampler_code()
+    """Call every case while DistributedSampler's __init__ and __iter__ are switched off and a profile function
+    watches for copies of their code.
+
+    The methods' code is swapped, not the class attributes, so a reference taken at import, a call from another
+    thread or from a forked child all reach the switched-off code. A copy of their source, run again with exec,
+    is seen by the profile function (same arguments, locals and names, whatever the function is called)."""
+    functions = {name: torch.utils.data.distributed.DistributedSampler.__dict__[name] for name in ("__init__", "__iter__")}
+    originals = {name: function.__code__ for name, function in functions.items()}
     used: set[str] = set()
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         if event == "call":
             for name, original in originals.items():
-                if _same_code(frame.f_code, original):
-                    used.add(f"DistributedSampler.{name}" if frame.f_code is original else
-                             f"a copy of DistributedSampler.{name} (its source run again)")
+                if frame.f_code is not original and _same_code(frame.f_code, original):
+                    used.add(f"a copy of DistributedSampler.{name} (its source run again)")
 
+    SAMPLER_USED.clear()
     previous = sys.getprofile()
+    for function in functions.values():
+        function.__code__ = _switched_off_sampler_method.__code__
     sys.setprofile(profile)
     try:
         observed = call_cases(student, cases)
-        still_watched = sys.getprofile() is profile
     finally:
         sys.setprofile(previous)
-    return {"observed": observed, "used": sorted(used), "unwatched": not still_watched}
+        for name, function in functions.items():
+            function.__code__ = originals[name]
+    if SAMPLER_USED:
+        used.add("DistributedSampler itself")
+    return {"observed": observed, "used": sorted(used)}
 
 
 # ==================================================================================================
@@ -297,14 +313,11 @@ def does_not_use_the_sampler(student: Submission, device: Any) -> None:
     """The indices are computed, not taken from DistributedSampler."""
     cases = _cases([(10, 3)], {"seed": 2, "epoch": 1}, {"shuffle": False, "drop_last": True})
     watched = student.scenario(sampler_watched, cases)
-    _expect_cases(cases, watched["observed"])
-    if watched["unwatched"]:
-        fail("shard_indices switched off the grader's profile function (sys.setprofile): the check cannot see "
-             "how the indices were made; compute them without touching the interpreter's hooks")
-    if watched["used"]:
+    if watched["used"]:  # before the values: an answer whose sampler call was refused fails there too
         fail(f"shard_indices used torch.utils.data.DistributedSampler ({' and '.join(watched['used'])} ran); the "
              "exercise is to compute its indices yourself: the permutation, the padding or the dropped tail, and "
              "every world_size-th index from rank")
+    _expect_cases(cases, watched["observed"])
 
 
 @SHARD_INDICES.check(points=1)
