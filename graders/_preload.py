@@ -18,10 +18,16 @@ from graders import registry
 
 registry.load_all_chapters()
 
-if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
+# Where a GPU exists, nothing here may touch it: a child forked from a process that has initialised CUDA
+# cannot use CUDA ("Cannot re-initialize CUDA in forked subprocess"), and one forked after a backward cannot
+# run a backward (autograd's device threads), as runs on a GPU machine showed. The first optimizer step
+# loads torch's compiler stack, which may query the GPU: so no warm-up there (each runner pays it instead).
+if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0" and not torch.cuda.is_available():
+    # Gradients are set by hand: no backward here (see above).
     _model = nn.Linear(2, 1)
     for _optimizer in (torch.optim.SGD(_model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(_model.parameters())):
-        _model(torch.ones(1, 2)).sum().backward()
+        for _parameter in _model.parameters():
+            _parameter.grad = torch.ones_like(_parameter)
         _optimizer.step()
         _optimizer.zero_grad()
-    del _model, _optimizer
+    del _model, _optimizer, _parameter
