@@ -370,3 +370,98 @@ def plot_resumed_runs(reference: Sequence[float], resumed: dict[str, Sequence[fl
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     plt.show()
+
+
+def plot_rank_indices(panels: dict[str, Sequence[Sequence[Sequence[int]]]], *, title: str | None = None):
+    """Which dataset index each rank gets, in order, epoch by epoch: one panel per entry of ``panels``.
+
+    ``panels[name][epoch][rank]`` is the list of indices that rank reads in that epoch (what a
+    ``DistributedSampler`` yields). Each row is one rank in one epoch, each cell one index, coloured by the
+    index itself, so that an order that repeats looks the same in every epoch and a reshuffled one does
+    not. An index read twice within one epoch (padding) is hatched and outlined in red.
+    """
+    names = list(panels)
+    epochs = max(len(p) for p in panels.values())
+    world = max(len(e) for p in panels.values() for e in p)
+    width = max(len(r) for p in panels.values() for e in p for r in e)
+    light = plt.get_cmap("tab20")  # its odd entries are the light shades: black text stays readable
+    rows = epochs * world + (epochs - 1) * 0.5  # half a row between epochs
+    fig, axes = plt.subplots(1, len(names), figsize=(max(3.6, 0.5 * width + 1.7) * len(names), 0.4 * rows + 1.5),
+                             squeeze=False)
+    repeats = False
+    for ax, name in zip(axes[0], names):
+        labels, ticks = [], []
+        for epoch, per_rank in enumerate(panels[name]):
+            counts: dict[int, int] = {}
+            for indices in per_rank:
+                for index in indices:
+                    counts[index] = counts.get(index, 0) + 1
+            for rank, indices in enumerate(per_rank):
+                y = -(epoch * (world + 0.5) + rank) - 1
+                for column, index in enumerate(indices):
+                    repeated = counts[index] > 1
+                    repeats |= repeated
+                    ax.add_patch(Rectangle((column, y), 1, 1, facecolor=light((2 * index + 1) % 20),
+                                           edgecolor="tab:red" if repeated else "white",
+                                           linewidth=2.0 if repeated else 1.0, hatch="//" if repeated else None))
+                    ax.text(column + 0.5, y + 0.5, str(index), ha="center", va="center", fontsize=8)
+                ticks.append(y + 0.5)
+                labels.append(f"epoch {epoch} · rank {rank}")
+        ax.set_xlim(0, width)
+        ax.set_ylim(-(epochs * (world + 0.5) - 0.5), 0)
+        ax.set_yticks(ticks, labels, fontsize=8)
+        ax.set_xticks([c + 0.5 for c in range(width)], [str(c) for c in range(width)], fontsize=7)
+        ax.set_xlabel("position in the rank's order", fontsize=8)
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(length=0)
+        for side in ("top", "right", "left", "bottom"):
+            ax.spines[side].set_visible(False)
+    if title or repeats:
+        note = "red, hatched: an index read twice in that epoch (padding)" if repeats else ""
+        fig.suptitle("\n".join(part for part in (title, note) if part), fontsize=9.5)
+    fig.tight_layout()
+    plt.show()
+
+
+def plot_scaling(results: dict[str, dict[int, float]], *, unit: str = "samples/s", title: str | None = None):
+    """Throughput against the number of ranks (left) and the scaling efficiency (right), one colour per setting.
+
+    ``results[setting][ranks]`` is the throughput measured with that many ranks. A setting's ideal is its
+    throughput per rank at its smallest number of ranks, times the number of ranks (dashed, left); the
+    efficiency of a measurement is its throughput divided by that ideal, written on its bar (right).
+    """
+    settings = list(results)
+    counts = sorted({n for per in results.values() for n in per})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.0, 3.8), gridspec_kw={"width_ratios": [1.1, 1]})
+    colours = plt.get_cmap("tab10")
+    width = 0.8 / len(settings)
+    for k, setting in enumerate(settings):
+        ns = sorted(results[setting])
+        per_rank = results[setting][ns[0]] / ns[0]
+        left.plot(ns, [per_rank * n for n in ns], linestyle="--", linewidth=1, color=colours(k), alpha=0.6)
+        left.plot(ns, [results[setting][n] for n in ns], marker="o", color=colours(k), label=setting)
+        for n in ns:
+            left.annotate(f"{results[setting][n]:,.0f}", (n, results[setting][n]), xytext=(7, 0),
+                          textcoords="offset points", va="center", fontsize=7, color=colours(k),
+                          bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none"})
+        xs = [counts.index(n) + (k - (len(settings) - 1) / 2) * width for n in ns]
+        efficiency = [100 * results[setting][n] / (per_rank * n) for n in ns]
+        bars = right.bar(xs, efficiency, width=width, color=colours(k), label=setting)
+        for bar, value in zip(bars, efficiency):
+            right.annotate(f"{value:.0f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                           va="bottom", fontsize=8)
+    left.plot([], [], linestyle="--", color="0.4", linewidth=1, label="ideal: linear in ranks")
+    left.set_xticks(counts)
+    left.set_xlim(min(counts) - 0.3, max(counts) + 0.7)
+    left.set_ylim(bottom=0)
+    left.set(xlabel="ranks (processes)", ylabel=unit)
+    left.legend(fontsize=8, loc="upper left")
+    right.axhline(100, linestyle="--", color="0.5", linewidth=1)
+    right.set_xticks(range(len(counts)), [f"{n} rank{'s' if n > 1 else ''}" for n in counts])
+    right.set_ylim(0, max(115, right.get_ylim()[1] * 1.08))
+    right.set_ylabel("efficiency (%)")
+    right.set_title("measured ÷ ideal (each setting against its own one rank)", fontsize=8.5)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    plt.show()
