@@ -238,7 +238,7 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
     runners: list[_RankRunner] = []
     try:
         rendezvous = f"file://{Path(workdir, 'rendezvous').as_posix()}"
-        env_base = {**DEBUG_ENV, **_loopback_env(), "WORLD_SIZE": str(world_size)}
+        env_base = {**DEBUG_ENV, **loopback_env(), "WORLD_SIZE": str(world_size)}
         if backend == "nccl":
             env_base["TORCH_NCCL_BLOCKING_WAIT"] = "1"  # a timed-out NCCL collective raises, not aborts
         with _START_LOCK:
@@ -304,14 +304,17 @@ def _student_parts(student: Any, limits: Limits | None) -> tuple[StudentSource, 
     raise TypeError(f"run_on_ranks needs the check's Submission or a StudentSource, not {type(student).__name__}")
 
 
-def _loopback_env() -> dict[str, str]:
-    """Ranks talk over the loopback interface (one machine; nothing else need be reachable)."""
-    env = {}
+def loopback_env() -> dict[str, str]:
+    """Ranks talk over the loopback interface (one machine; nothing else need be reachable): ``lo`` on Linux,
+    ``lo0`` on macOS (gloo only: NCCL is Linux-only). A variable already set is left alone. The notebooks'
+    helper (coursekit.distributed) uses this too."""
     if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
-        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
-            if name not in os.environ:
-                env[name] = "lo"
-    return env
+        wanted = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+    elif sys.platform == "darwin":
+        wanted = {"GLOO_SOCKET_IFNAME": "lo0"}
+    else:
+        wanted = {}
+    return {name: value for name, value in wanted.items() if name not in os.environ}
 
 
 def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], timeout: float | None) -> list[tuple]:

@@ -372,11 +372,13 @@ def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]
                      f"forward and backward must run outside no_sync")
             if record["forwards"] != wanted:
                 outside = [i + 1 for i, synced in enumerate(record["forwards"]) if synced]
+                # The cause is named only when the count is right and only the places are wrong.
                 fail(f"on rank {rank}, the forwards through ddp_model were {len(record['forwards'])} for {count} "
                      f"micro-batches, and forward(s) {outside} ran outside ddp_model.no_sync(); exactly one forward "
-                     f"per micro-batch, and only the last outside no_sync ({given})\n  likely cause: DDP decides "
-                     f"during forward whether the coming backward all-reduces: every micro-batch but the last needs "
-                     f"its forward and its backward inside no_sync, and the last one both outside")
+                     f"per micro-batch, and only the last outside no_sync ({given})"
+                     + ("\n  likely cause: DDP decides during forward whether the coming backward all-reduces: every "
+                        "micro-batch but the last needs its forward and its backward inside no_sync, and the last "
+                        "one both outside" if len(record["forwards"]) == count else ""))
             if len(record["backwards"]) != count:
                 fail(f"on rank {rank}, {len(record['backwards'])} backward(s) ran for {count} micro-batches; each "
                      f"micro-batch needs its own backward, right after its forward ({given})\n  likely cause: the "
