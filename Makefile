@@ -40,6 +40,7 @@ student-edition: setup
 ## macOS and Windows). Both runs spread over every core (pytest-xdist; JOBS=0 runs them in one process) with
 ## --dist loadscope: a test class or file stays on one worker (so a chapter's nbgrader round trip, one class,
 ## runs once), and a notebook's cells too (one kernel).
+## A bug fixture is graded on the checks it names; COURSE_EVERY_CHECK=1 (CI) grades every check (tests/submissions.py).
 JOBS ?= auto
 test: setup
 	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope

@@ -57,3 +57,27 @@ def test_an_exercise_that_steps_optimizers_says_so(exercise):
     source = (ROOT / "graders" / f"ch{exercise.chapter}" / f"{exercise.id}.py").read_text()
     assert exercise.steps_optimizers == ("torch.optim." in source), (
         f"{exercise.id}: set steps_optimizers={'torch.optim.' in source} in its exercise(...) declaration")
+
+
+def test_a_bug_is_graded_on_the_checks_it_names_and_every_check_in_ci(monkeypatch):
+    """`make test` grades a bug on its named checks only (issue 9); CI (COURSE_EVERY_CHECK=1) on all of them.
+    A fixture whose total score is asserted, and a correct one, is always graded on every check."""
+    from tests.submissions import checks_to_grade
+
+    monkeypatch.delenv("COURSE_EVERY_CHECK", raising=False)
+    assert checks_to_grade({"EXPECT_FAIL": {"a": "x", "b": "y"}}) == ["a", "b"]
+    assert checks_to_grade({"EXPECT_FAIL": {"a": "x"}, "EXPECT_SCORE": 0}) is None
+    assert checks_to_grade({"EXPECT_FAIL": {"*": "x"}}) is None
+    assert checks_to_grade({"EXPECT_PASS": True}) is None
+    monkeypatch.setenv("COURSE_EVERY_CHECK", "1")
+    assert checks_to_grade({"EXPECT_FAIL": {"a": "x", "b": "y"}}) is None
+
+
+def test_every_check_a_fixture_names_exists():
+    from tests.submissions import verdict
+
+    for path in sorted((ROOT / "tests" / "submissions").glob("*/*/*.py")):
+        expected = verdict(path)
+        names = {c.name for c in graders.get_exercise(path.parent.name).checks} | {"*"}
+        unknown = set(expected.get("EXPECT_FAIL", {})) - names
+        assert not unknown, f"{path.relative_to(ROOT)} names checks its exercise does not have: {sorted(unknown)}"
