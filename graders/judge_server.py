@@ -10,11 +10,16 @@ The protocol is one request and one reply at a time over the server's stdin and 
 big-endian length and a body (request: pickle, written by the kernel; reply: JSON). The server keeps
 its real stdout for the protocol and sends anything else written to fd 1 or 2 to a log file, so nothing
 reaches the cell's stderr (which nbgrader would score 0).
+
+Nothing stays in the temporary folder: at the kernel's exit the server is asked to stop (its stdin closes) and
+ends as any Python program does, so multiprocessing removes its ``pymp-*`` folder; the server removes its log
+then, also when the kernel was killed and could not ask. (Each kernel used to leave both behind in /tmp.)
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import json
 import os
@@ -29,6 +34,7 @@ from typing import Any, BinaryIO
 from graders.outcomes import GRADER_ERROR, CheckResult, Report, StudentError
 
 _HEADER = struct.Struct(">Q")
+CLOSE_GRACE_S = 5.0  # an idle server ends in well under a second once its stdin closes
 
 
 def _write(stream: BinaryIO, body: bytes) -> None:
@@ -64,6 +70,14 @@ def report_from_json(data: dict[str, Any]) -> Report:
 # The server (a fresh interpreter)
 # --------------------------------------------------------------------------------------------------
 def serve() -> None:
+    try:
+        _serve()
+    finally:  # the kernel has gone, or asked the server to stop
+        with contextlib.suppress(OSError):
+            os.unlink(os.environ["COURSE_JUDGE_LOG"])
+
+
+def _serve() -> None:
     protocol_out = os.fdopen(os.dup(1), "wb")
     protocol_in = os.fdopen(os.dup(0), "rb")
     log = os.open(os.environ.get("COURSE_JUDGE_LOG", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -135,6 +149,18 @@ class JudgeClient:
             process.kill()
             process.wait()
 
+    def close(self) -> None:
+        """At the kernel's exit: let the server end by itself (it then cleans up), stop it if it does not."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=CLOSE_GRACE_S)
+        self.stop()
+        with contextlib.suppress(OSError):
+            os.unlink(self.log_path)
+
 
 def _broken(exercise: Any, request: dict[str, Any], why: str) -> Report:
     from graders.judge import REPORT_GRADER_BUG
@@ -151,7 +177,7 @@ def client() -> JudgeClient:
     global _CLIENT
     if _CLIENT is None:
         _CLIENT = JudgeClient()
-        atexit.register(_CLIENT.stop)
+        atexit.register(_CLIENT.close)
     return _CLIENT
 
 

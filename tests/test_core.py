@@ -219,3 +219,40 @@ def test_close_number_treats_non_finite_values_as_told(got, expected, any_nonfin
     from graders.compare import close_number
 
     assert close_number(got, expected, rtol=1e-5, any_nonfinite=any_nonfinite) is same
+
+
+_KERNEL = """
+import os, signal, sys
+import graders
+namespace = {}
+exec(open(sys.argv[1]).read(), namespace)
+graders.check("sliding_window", namespace, "contiguous_input")  # through the judge server, as in a notebook
+from graders.judge_server import client
+print("judge log:", os.path.exists(client().log_path), flush=True)
+if sys.argv[2] == "killed":  # a kernel killed by Jupyter cannot clean up: its judge must
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("ending", ["exits", "killed"])
+def test_a_kernels_judge_leaves_no_temporary_files(tmp_path, ending):
+    """Every kernel used to leave a judge log and a pymp-* folder in /tmp (hundreds after a day of tests)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    answer = Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window"
+    answer = sorted(answer.glob("correct_*.py"))[0]
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    kernel = subprocess.run([sys.executable, "-c", _KERNEL, str(answer), ending], capture_output=True, text=True,
+                            env={**os.environ, "TMPDIR": str(temp)}, timeout=120)
+    assert "judge log: True" in kernel.stdout, kernel.stdout + kernel.stderr
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(p.name.startswith("course-judge-") for p in temp.iterdir()):
+        time.sleep(0.1)  # a killed kernel's judge notices when its stdin closes
+    left = sorted(p.name for p in temp.iterdir() if p.name.startswith("course-judge-"))
+    assert not left, f"the judge left {left} behind"
+    if ending == "exits":
+        assert not [p.name for p in temp.iterdir() if p.name.startswith("pymp-")]
