@@ -32,9 +32,10 @@ def _kernel_scores(nb) -> dict[str, float]:
     in order (as nbgrader runs them); a test cell that raises scores 0."""
     namespace: dict = {}
     scores = {}
+    opening = next(c for c in nb.cells if c.cell_type == "code")
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not (meta.get("solution") or meta.get("grade") or not scores and not namespace):
+        if cell.cell_type != "code" or not (cell is opening or meta.get("solution") or meta.get("grade")):
             continue
         try:
             exec(cell.source, namespace)
