@@ -57,33 +57,26 @@ def test_graded_cells_carry_every_point_of_the_chapter(instructor):
     assert hidden and all(c.checks for c in hidden), "hidden tests are part of the record"
 
 
-def test_an_answer_that_disarms_check_passes_in_the_kernel_and_earns_nothing_on_record(instructor, tmp_path):
-    tampered = copy.deepcopy(instructor)
-    for exercise in ("contiguous_strides", "is_contiguous", "sliding_window"):
-        _answer_cell(tampered, exercise).source = f"def {exercise}(*args, **kwargs):\n    return None\n"
-    _answer_cell(tampered, "contiguous_strides").source += "\n\ndef check(*args, **kwargs):  # every test cell passes\n    pass\n"
-    in_kernel = _kernel_scores(tampered)
-    records = record.grade_of_record(_write(tampered, tmp_path), notebooks.notebook_path(CHAPTER), tmp_path)
-    assert all(score > 0 for score in in_kernel.values()), "the premise: the kernel is fooled"
-    assert all(r.score == 0 for r in records)
-    assert {grade_id for grade_id, _, _ in record.disagreements(records, in_kernel)} == set(in_kernel)
-
-
-def test_answers_earn_their_points_ipython_syntax_costs_nothing_a_deleted_answer_costs_its_own(instructor, tmp_path):
-    """The instructor's answers, one with IPython syntax in it, one deleted (one grading run: each costs seconds)."""
+def test_one_submission_disarming_check_with_ipython_syntax_and_a_deleted_answer(instructor, tmp_path):
+    """One grading run (each costs seconds): the first answer disarms ``check`` (so every later test cell passes
+    in the kernel), the second is the instructor's with IPython syntax added, the third answer cell is deleted."""
     edited = copy.deepcopy(instructor)
-    cell = _answer_cell(edited, "is_contiguous")
-    cell.source = "%time x = 1\n!echo hello\n" + cell.source
+    _answer_cell(edited, "contiguous_strides").source = (
+        "def contiguous_strides(shape):\n    return None\n\n\ndef check(*args, **kwargs):  # every test cell passes\n"
+        "    pass\n")
+    _answer_cell(edited, "is_contiguous").source = "%time x = 1\n!echo hello\n" + _answer_cell(edited, "is_contiguous").source
     edited.cells.remove(_answer_cell(edited, "sliding_window"))
-    records = {r.grade_id: r for r in record.grade_of_record(_write(edited, tmp_path), notebooks.notebook_path(CHAPTER),
-                                                             tmp_path, instructor=True)}
-    for grade_id, r in records.items():
-        if grade_id.startswith("sliding_window"):
+    in_kernel = _kernel_scores(edited)
+    assert all(score > 0 for score in in_kernel.values()), "the premise: the kernel is fooled"
+
+    records = record.grade_of_record(_write(edited, tmp_path), notebooks.notebook_path(CHAPTER), tmp_path,
+                                     instructor=True)
+    by_id = {r.grade_id: r for r in records}
+    for grade_id, r in by_id.items():
+        if grade_id.startswith("is_contiguous"):  # IPython syntax costs nothing
+            assert r.score == r.max_score > 0, (grade_id, r.failed)
+        else:  # disarmed, or deleted: nothing on record
             assert r.score == 0 and r.failed, grade_id
-        else:
-            assert r.score == r.max_score, (grade_id, r.failed)
     assert "get_ipython()" in (tmp_path / "answers.py").read_text()
-    kept = {grade_id: r.score for grade_id, r in records.items()}
-    assert record.disagreements(list(records.values()), kept) == []
-    assert record.disagreements(list(records.values()), {**kept, "is_contiguous_hidden": 0.0}) == [
-        ("is_contiguous_hidden", records["is_contiguous_hidden"].score, 0.0)]
+    assert {grade_id for grade_id, _, _ in record.disagreements(records, in_kernel)} == {
+        grade_id for grade_id in by_id if not grade_id.startswith("is_contiguous")}
