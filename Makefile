@@ -10,7 +10,7 @@ export PATH := $(BIN):$(PATH)
 # Byte-code caches stay out of the tree.
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup lab lab-instructor test test-fast notebooks student-edition clean
+.PHONY: setup lab lab-instructor test test-fast notebooks student-edition grade clean
 
 ## setup: create .venv with the pinned environment and the course installed (editable); a no-op when nothing changed
 setup: $(STAMP)
@@ -51,6 +51,13 @@ test: setup
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope
+
+## grade: autograde every submission of CHAPTER in submitted/ on JOBS workers (default: every core), one writer
+## to the gradebook; a submission that cannot be graded scores 0 (coursekit/classgrade.py). In the course root.
+## (JOBS is shared with `make test`, where it defaults to auto: every core here too.)
+grade: setup
+	@test -n "$(CHAPTER)" || { echo "usage: make grade CHAPTER=01_tensors [JOBS=2] [STUDENT=id]"; exit 2; }
+	$(BIN)/python -m coursekit.classgrade $(CHAPTER) $(if $(filter-out auto,$(JOBS)),--jobs $(JOBS)) $(if $(STUDENT),--student $(STUDENT))
 
 ## notebooks: rebuild every chapter notebook from course_src/ and execute it (commit the result)
 notebooks: setup
