@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -235,17 +241,20 @@ if sys.argv[2] == "killed":  # a kernel killed by Jupyter cannot clean up: its j
 
 
 @pytest.mark.parametrize("ending", ["exits", "killed"])
-def test_a_kernels_judge_leaves_no_temporary_files(tmp_path, ending):
+def test_a_kernels_judge_leaves_no_temporary_files(ending):
     """Every kernel used to leave a judge log and a pymp-* folder in /tmp (hundreds after a day of tests)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     answer = Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window"
     answer = sorted(answer.glob("correct_*.py"))[0]
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    # A folder of its own with a short path: multiprocessing puts a socket in it, and a socket's path may not
+    # exceed about 100 bytes (pytest's tmp_path under xdist is too long for that).
+    temp = Path(tempfile.mkdtemp(prefix="judge-test-"))
+    try:
+        _kernel_leaves_nothing(temp, answer, ending)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _kernel_leaves_nothing(temp, answer, ending):
     kernel = subprocess.run([sys.executable, "-c", _KERNEL, str(answer), ending], capture_output=True, text=True,
                             env={**os.environ, "TMPDIR": str(temp)}, timeout=120)
     assert "judge log: True" in kernel.stdout, kernel.stdout + kernel.stderr
