@@ -109,9 +109,13 @@ def _grade_one(root: Path, chapter: str, student: str, worker: Path, sockets: Pa
     return Outcome(student, "failed", seconds, last[0][:300] if last else f"nbgrader exited with {code}")
 
 
-def _zero_notebook(submitted: Path, reason: str) -> nbformat.NotebookNode:
-    """The submission with every output cleared and every graded cell failed with ``reason``."""
-    nb = nbformat.read(str(submitted), as_version=4)
+def _zero_notebook(submitted: Path, release: Path, reason: str) -> nbformat.NotebookNode:
+    """The submission (the released notebook if it cannot even be read) with every output cleared and every
+    graded cell failed with ``reason``."""
+    try:
+        nb = nbformat.read(str(submitted), as_version=4)
+    except Exception:  # noqa: BLE001 - not JSON, not a notebook: nothing of it can be graded
+        nb = nbformat.read(str(release), as_version=4)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -167,7 +171,8 @@ def grade_class(root: Path, chapter: str, *, jobs: int | None = None, students: 
                 executed = next(w for w in workers if (w / "autograded" / student / chapter).exists())
                 shutil.copy(executed / "autograded" / student / chapter / f"{chapter}.ipynb", target)
             else:
-                nbformat.write(_zero_notebook(submitted / f"{chapter}.ipynb", f"not graded: {outcome.detail}"),
+                release = root / "release" / chapter / f"{chapter}.ipynb"
+                nbformat.write(_zero_notebook(submitted / f"{chapter}.ipynb", release, f"not graded: {outcome.detail}"),
                                str(target))
         # Only the notebooks just graded are in the staging folder, so only their scores change.
         merge = ["autograde", chapter, "--no-execute", "--force", f"--CourseDirectory.root={root}",

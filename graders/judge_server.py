@@ -73,8 +73,10 @@ def serve() -> None:
     try:
         _serve()
     finally:  # the kernel has gone, or asked the server to stop
-        with contextlib.suppress(OSError):
-            os.unlink(os.environ["COURSE_JUDGE_LOG"])
+        log = os.environ.get("COURSE_JUDGE_LOG")
+        if log:
+            with contextlib.suppress(OSError):
+                os.unlink(log)
 
 
 def _serve() -> None:

@@ -92,3 +92,16 @@ def test_a_class_graded_on_two_workers_and_a_dead_kernel_never_keeps_a_stale_sco
     assert len(lines) == 3 and all(line.startswith("[") for line in lines)
     assert _scores(tmp_path) == {student: score for student, (_, score) in ANSWERS.items()}
     assert not [p for p in os.listdir(tmp_path) if p.startswith("cg")]
+
+
+def test_a_submission_that_is_not_a_notebook_becomes_the_release_failed_on_every_graded_cell(tmp_path):
+    release = tmp_path / "release.ipynb"
+    nb = new_notebook(cells=[new_code_cell("x = 1"), _cell("assert True", grade=True, grade_id="t1", points=1),
+                             _cell("def f(): pass", solution=True, grade_id="ans")])
+    nbformat.write(nb, release)
+    garbage = tmp_path / "submitted.ipynb"
+    garbage.write_text("{ this is not json")
+    zero = classgrade._zero_notebook(garbage, release, "not graded: nbgrader could not read it")
+    outputs = {c.metadata.get("nbgrader", {}).get("grade_id"): c.outputs for c in zero.cells}
+    assert outputs["t1"][0]["ename"] == "NotGraded" and "could not read" in outputs["t1"][0]["evalue"]
+    assert outputs["ans"] == [] and outputs[None] == []
