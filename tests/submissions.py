@@ -9,8 +9,9 @@ Each file is what a student might hand in. It declares its verdict at the top:
 - optionally ``EXPECT_SCORE = 0`` (the total points it may earn at most).
 
 The files are graded exactly as ``python -m graders check`` grades them (``graders.check_file``). A bug is
-graded on the checks it names only, since those are all its verdict asserts: a bug names 1-3 of its exercise's
-5-9 checks, so this runs 39 % of the check runs and keeps `make test` within its 10 minutes (issue 9). With
+graded on the checks it names only, since those are all its verdict asserts: most bugs name 1 or 2 of their
+exercise's 5-11 checks, so over all fixtures this runs 39 % of the check runs and keeps `make test` within its
+10 minutes (issue 9). With
 ``COURSE_EVERY_CHECK=1`` (CI sets it) every fixture is graded on every check, so that a grader error on any
 check, named or not, still fails the suite.
 """
