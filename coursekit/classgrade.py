@@ -109,6 +109,15 @@ def _grade_one(root: Path, chapter: str, student: str, worker: Path, sockets: Pa
     return Outcome(student, "failed", seconds, last[0][:300] if last else f"nbgrader exited with {code}")
 
 
+def _eta(done: list[Outcome], total: int, jobs: int) -> str:
+    """About how long the rest will take: the mean time per submission so far, over the workers."""
+    left = total - len(done)
+    if not left:
+        return ""
+    seconds = sum(o.seconds for o in done) / len(done) * left / jobs
+    return f"; about {seconds / 60:.0f} min left" if seconds >= 90 else f"; about {seconds:.0f} s left"
+
+
 def _zero_notebook(submitted: Path, release: Path, reason: str) -> nbformat.NotebookNode:
     """The submission (the released notebook if it cannot even be read) with every output cleared and every
     graded cell failed with ``reason``."""
@@ -158,7 +167,8 @@ def grade_class(root: Path, chapter: str, *, jobs: int | None = None, students: 
                     outcome = future.result()
                     outcomes[outcome.student] = outcome
                     progress(f"[{len(outcomes)}/{len(names)}] {outcome.student}: {outcome.status} "
-                             f"({outcome.seconds:.1f} s){' - ' + outcome.detail if outcome.detail else ''}")
+                             f"({outcome.seconds:.1f} s){' - ' + outcome.detail if outcome.detail else ''}"
+                             f"{_eta(list(outcomes.values()), len(names), jobs)}")
         staging = work / "executed"
         for student in names:
             target = staging / student / chapter / f"{chapter}.ipynb"

@@ -90,6 +90,7 @@ def test_a_class_graded_on_two_workers_and_a_dead_kernel_never_keeps_a_stale_sco
     assert [(o.student, o.status) for o in outcomes] == [("dies", "kernel died"), ("half", "graded"),
                                                           ("right", "graded")]
     assert len(lines) == 3 and all(line.startswith("[") for line in lines)
+    assert all(" s left" in line for line in lines[:2]) and "left" not in lines[2], lines
     assert _scores(tmp_path) == {student: score for student, (_, score) in ANSWERS.items()}
     assert not [p for p in os.listdir(tmp_path) if p.startswith("cg")]
 
