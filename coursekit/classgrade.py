@@ -1,24 +1,32 @@
-"""Autograde a whole class in parallel, with one writer to the instructor's gradebook (issue 14, first part).
+"""Autograde a whole class in parallel, with one writer to the instructor's gradebook (issue 14).
 
 ``python -m coursekit.classgrade CHAPTER [--jobs N] [--student ID ...]`` (``make grade CHAPTER=...``), run in
 the course root (where nbgrader_config.py is), after ``nbgrader generate_assignment CHAPTER``:
 
 1. **Workers.** Each submission in ``submitted/<student>/<CHAPTER>/`` is autograded by plain ``nbgrader
-   autograde`` on one of N workers (default: every core). A worker has a gradebook of its own (a copy of the
-   instructor's) and an autograded folder of its own, so no two processes ever write one database; its
-   kernels talk over IPC sockets in a folder of its own, never over TCP ports that two kernels could both
-   pick; every kernel runs with one thread (``OMP_NUM_THREADS=1``), and a submission gets ``--timeout``
-   seconds in all, after which its whole process group is killed.
-2. **Zero, never stale.** A submission whose grading failed (its kernel died: ``os._exit``, a segfault,
+   autograde`` on one of N workers (default: every core). A worker has a gradebook of its own (a SQLite copy
+   of the instructor's, whatever database that is) and an autograded folder of its own, so no two processes
+   ever write one database; its kernels talk over IPC sockets in a folder of its own, never over TCP ports
+   that two kernels could both pick; every kernel runs with one thread (``OMP_NUM_THREADS=1``) and at most
+   ``--memory-mb`` of data per process (Linux), and a submission gets ``--timeout`` seconds in all, after which
+   its whole process group is killed.
+2. **The grade of record.** The same worker then grades the submission's answer cells outside any kernel
+   (:mod:`coursekit.record`, in a process of its own): the score a cell gets there is the one that counts,
+   because an answer can fool the kernel it shares with the test cells.
+3. **Zero, never stale.** A submission whose kernel run failed (its kernel died: ``os._exit``, a segfault,
    memory; it ran out of time; nbgrader refused it) gets a notebook whose every graded cell shows the reason
-   as an error: it scores 0 on every cell, whatever an earlier run had recorded (nbgrader alone keeps the old
-   scores when a kernel dies).
-3. **One writer.** ``nbgrader autograde --no-execute`` then reads every worker's executed notebook (and the
-   zero notebooks) into the instructor's gradebook in a single process. It scores a notebook from its outputs
-   exactly as the executing run does, so the grades are those of a serial ``nbgrader autograde``.
+   as an error: it scores 0 in the kernel, whatever an earlier run had recorded (nbgrader alone keeps the old
+   scores when a kernel dies), and what its answers earn on record.
+4. **One writer.** ``nbgrader autograde --no-execute`` then reads every executed notebook into the instructor's
+   gradebook in a single process (it scores a notebook from its outputs exactly as the executing run does, so
+   the kernel's grades are those of a serial ``nbgrader autograde``). Where the record differs from the
+   kernel, the record is written as the cell's manual score, with a comment saying why; then the class report
+   (:mod:`coursekit.classreport`) is written to ``reports/<CHAPTER>/``.
 
-What each submission came to is printed and returned (:class:`Outcome`); the workers' logs stay in
-``.classgrade/<CHAPTER>/``.
+**Past one machine.** ``--shard K/N`` grades every N-th submission (from the K-th, 0-based) into
+``.classgrade/<CHAPTER>/shards/K-of-N/`` and leaves the gradebook alone, so N shards run anywhere that sees the
+course folder (a Kubernetes Indexed Job, a Slurm array: README, "Grading a class"); ``--merge`` then does
+step 4 for all of them, once.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,7 +47,9 @@ from pathlib import Path
 
 import nbformat
 
-DEFAULT_TIMEOUT_S = 600.0  # one submission, all of its cells
+DEFAULT_TIMEOUT_S = 600.0  # one submission, all of its cells (and again for its grade of record)
+DEFAULT_MEMORY_MB = 4096  # data of one process (a kernel importing torch uses about 800 MB)
+RECORD_MARK = "Grade of record"  # how a manual score written here is told from one an instructor wrote
 
 
 @dataclasses.dataclass
@@ -46,11 +58,38 @@ class Outcome:
     status: str  # "graded", "kernel died", "timed out", "failed"
     seconds: float
     detail: str = ""
+    record: str = ""  # "" when the grade of record was made, else why not
 
 
-def submissions(root: Path, chapter: str, students: list[str] | None = None) -> list[str]:
+@dataclasses.dataclass
+class Course:
+    """Where the course's nbgrader_config.py keeps things."""
+
+    root: Path
+    source: Path
+    release: Path
+    submitted: Path
+    db_url: str
+
+    @classmethod
+    def load(cls, root: str | Path) -> "Course":
+        from nbgrader.coursedir import CourseDirectory
+        from traitlets.config.loader import PyFileConfigLoader
+
+        root = Path(root).resolve()
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+        course = CourseDirectory(config=config)
+        course.root = str(root)
+        return cls(root, root / course.source_directory, root / course.release_directory,
+                   root / course.submitted_directory, course.db_url)
+
+    def notebook(self, folder: Path, chapter: str, student: str | None = None) -> Path:
+        return (folder / student if student else folder) / chapter / f"{chapter}.ipynb"
+
+
+def submissions(course: Course, chapter: str, students: list[str] | None = None) -> list[str]:
     """The students with a submission of ``chapter`` (``submitted/<student>/<chapter>/<chapter>.ipynb``)."""
-    found = sorted(p.parent.parent.name for p in (root / "submitted").glob(f"*/{chapter}/{chapter}.ipynb"))
+    found = sorted(p.parent.parent.name for p in course.submitted.glob(f"*/{chapter}/{chapter}.ipynb"))
     if students:
         missing = sorted(set(students) - set(found))
         if missing:
@@ -59,14 +98,53 @@ def submissions(root: Path, chapter: str, students: list[str] | None = None) -> 
     return found
 
 
-def _nbgrader(*args: str, cwd: Path, env: dict[str, str], log: Path, timeout: float | None = None) -> int | None:
-    """Run nbgrader in a process group of its own; its return code, or None when it ran out of time (then the
+def copy_gradebook(db_url: str, target: Path) -> None:
+    """A private SQLite copy of the instructor's gradebook, from any database SQLAlchemy reaches (SQLite,
+    Postgres): nbgrader's own tables, row by row, parents first, and the schema's alembic version (without
+    which nbgrader would run alembic on the copy)."""
+    from nbgrader.api import Base
+    from sqlalchemy import MetaData, create_engine
+
+    original, copy = create_engine(db_url), create_engine(f"sqlite:///{target}")
+    try:
+        Base.metadata.create_all(copy)
+        versions = MetaData()
+        versions.reflect(original, only=["alembic_version"])
+        versions.create_all(copy)
+        with original.connect() as source, copy.begin() as sink:
+            for table in [*Base.metadata.sorted_tables, *versions.sorted_tables]:
+                rows = [dict(row._mapping) for row in source.execute(table.select())]
+                if rows:
+                    sink.execute(table.insert(), rows)
+    finally:
+        original.dispose()
+        copy.dispose()
+
+
+def _limits(memory_mb: int | None):
+    """What a grading process (and the kernel it starts) may not exceed: ``memory_mb`` of data per process.
+    RLIMIT_DATA counts what a process allocates and not the libraries it maps, so torch loads under it;
+    only Linux enforces it (elsewhere only the time limit holds)."""
+    if not memory_mb or not sys.platform.startswith("linux"):
+        return None
+
+    def apply() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_mb << 20, memory_mb << 20))
+
+    return apply
+
+
+def _run(command: list[str], *, cwd: Path, env: dict[str, str], log: Path, timeout: float | None = None,
+         memory_mb: int | None = None) -> int | None:
+    """Run a command in a process group of its own; its return code, or None when it ran out of time (then the
     whole group, kernel included, is killed)."""
     # nbgrader runs `alembic` by name: from this environment, even when it is not activated.
     env = {**env, "PATH": os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])}
     with open(log, "ab") as out:
-        process = subprocess.Popen([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True, preexec_fn=_limits(memory_mb))
         try:
             return process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -77,36 +155,74 @@ def _nbgrader(*args: str, cwd: Path, env: dict[str, str], log: Path, timeout: fl
             raise
 
 
+def _nbgrader(*args: str, **options) -> int | None:
+    return _run([sys.executable, "-m", "nbgrader", *args], **options)
+
+
 def _kill_group(process: subprocess.Popen) -> None:
     if hasattr(os, "killpg"):
-        os.killpg(process.pid, signal.SIGKILL)  # nbgrader and its kernel
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # nbgrader and its kernel
+        except ProcessLookupError:
+            pass
     else:  # Windows: no process groups here; the kernel ends when nbgrader's pipes close
         process.kill()
     process.wait()
 
 
-def _grade_one(root: Path, chapter: str, student: str, worker: Path, sockets: Path, timeout: float) -> Outcome:
-    """Autograde one submission on a worker: its own gradebook, autograded folder and kernel sockets."""
+@dataclasses.dataclass
+class _Worker:
+    folder: Path  # its gradebook, autograded folder and logs
+    sockets: Path  # its kernels' IPC sockets: a short path (a socket path may not exceed about 100 bytes)
+
+
+def _grade_one(course: Course, chapter: str, student: str, worker: _Worker, out: Path, *, timeout: float,
+               memory_mb: int | None, device: str | None) -> Outcome:
+    """Autograde one submission on a worker (its own gradebook, autograded folder and kernel sockets), then make
+    its grade of record; the executed notebook and the record go to ``out``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    log = worker / f"{student}.log"
+    log = worker.folder / f"{student}.log"
     start = time.monotonic()
     code = _nbgrader("autograde", chapter, "--student", student, "--force",
-                     f"--CourseDirectory.root={root}",
-                     f"--CourseDirectory.db_url=sqlite:///{worker / 'gradebook.db'}",
-                     f"--CourseDirectory.autograded_directory={worker / 'autograded'}",
-                     "--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'kernel'}",
-                     cwd=root, env=env, log=log, timeout=timeout)
+                     f"--CourseDirectory.root={course.root}",
+                     f"--CourseDirectory.db_url=sqlite:///{worker.folder / 'gradebook.db'}",
+                     f"--CourseDirectory.autograded_directory={worker.folder / 'autograded'}",
+                     "--KernelManager.transport=ipc", f"--KernelManager.ip={worker.sockets / 'kernel'}",
+                     cwd=course.root, env=env, log=log, timeout=timeout, memory_mb=memory_mb)
     seconds = time.monotonic() - start
-    executed = worker / "autograded" / student / chapter / f"{chapter}.ipynb"
-    if code == 0 and executed.exists():
-        return Outcome(student, "graded", seconds)
+    executed = worker.folder / "autograded" / student / chapter / f"{chapter}.ipynb"
     text = log.read_text(errors="replace") if log.exists() else ""
-    if code is None:
-        return Outcome(student, "timed out", seconds, f"still running after {timeout:g} s; stopped")
-    if "DeadKernelError" in text or "Kernel died" in text:
-        return Outcome(student, "kernel died", seconds, "the notebook's kernel died (os._exit, a crash, or memory)")
-    last = [line for line in text.splitlines() if "ERROR" in line]
-    return Outcome(student, "failed", seconds, last[0][:300] if last else f"nbgrader exited with {code}")
+    if code == 0 and executed.exists():
+        outcome = Outcome(student, "graded", seconds)
+    elif code is None:
+        outcome = Outcome(student, "timed out", seconds, f"still running after {timeout:g} s; stopped")
+    elif "DeadKernelError" in text or "Kernel died" in text:
+        outcome = Outcome(student, "kernel died", seconds, "the notebook's kernel died (os._exit, a crash, or memory)")
+    else:
+        errors = [line for line in text.splitlines() if "ERROR" in line]
+        outcome = Outcome(student, "failed", seconds, errors[0][:300] if errors else f"nbgrader exited with {code}")
+
+    target = course.notebook(out / "executed", chapter, student)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    submitted = course.notebook(course.submitted, chapter, student)
+    if (submitted.parent / "timestamp.txt").exists():
+        shutil.copy(submitted.parent / "timestamp.txt", target.parent / "timestamp.txt")
+    if outcome.status == "graded":
+        shutil.copy(executed, target)
+    else:
+        nbformat.write(_zero_notebook(submitted, course.notebook(course.release, chapter),
+                                      f"not graded: {outcome.detail}"), str(target))
+
+    record = out / "records" / f"{student}.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "coursekit.record", str(submitted), str(course.notebook(course.source, chapter)),
+               "--out", str(record), *(["--device", device] if device else [])]
+    code = _run(command, cwd=worker.folder, env=env, log=worker.folder / f"{student}.record.log", timeout=timeout)
+    if code != 0 or not record.exists():
+        outcome.record = "timed out" if code is None else f"exited with {code}; see {worker.folder.name}/{student}.record.log"
+        record.unlink(missing_ok=True)
+    outcome.seconds = time.monotonic() - start
+    return outcome
 
 
 def _eta(done: list[Outcome], total: int, jobs: int) -> str:
@@ -135,65 +251,198 @@ def _zero_notebook(submitted: Path, release: Path, reason: str) -> nbformat.Note
     return nb
 
 
-def grade_class(root: Path, chapter: str, *, jobs: int | None = None, students: list[str] | None = None,
-                timeout: float = DEFAULT_TIMEOUT_S, progress=print) -> list[Outcome]:
-    root = Path(root).resolve()
-    names = submissions(root, chapter, students)
-    gradebook = root / "gradebook.db"
-    if not gradebook.exists():
-        raise SystemExit(f"no gradebook in {root}: run `nbgrader generate_assignment {chapter}` first")
-    work = root / ".classgrade" / chapter
-    shutil.rmtree(work, ignore_errors=True)
+def shard_folder(course: Course, chapter: str, shard: int, shards: int) -> Path:
+    return course.root / ".classgrade" / chapter / "shards" / f"{shard}-of-{shards}"
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` (K counted from 0, as Kubernetes' JOB_COMPLETION_INDEX and Slurm's array index are)."""
+    match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not match or not int(match[1]) < int(match[2]):
+        raise SystemExit(f"--shard wants K/N with 0 <= K < N (K from 0, as JOB_COMPLETION_INDEX is), not {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int = 1, jobs: int | None = None,
+                students: list[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                memory_mb: int | None = DEFAULT_MEMORY_MB, device: str | None = None, progress=print) -> Path:
+    """Grade every ``shards``-th submission from the ``shard``-th (all of them by default) into the shard's
+    folder, which it returns; the instructor's gradebook is only read."""
+    course = Course.load(root)
+    names = submissions(course, chapter, students)[shard::shards]
+    if not course.notebook(course.source, chapter).exists():
+        raise SystemExit(f"no {course.notebook(course.source, chapter)}: the grade of record needs the instructor's notebook")
+    out = shard_folder(course, chapter, shard, shards)
+    shutil.rmtree(out, ignore_errors=True)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(names) or 1))
-    workers = [work / f"worker{k}" for k in range(jobs)]
     # IPC socket paths must stay short (about 100 bytes at most), so they live in a short temporary folder.
-    sockets = [Path(tempfile.mkdtemp(prefix="cg")) for _ in range(jobs)]
+    workers = [_Worker(out / f"worker{k}", Path(tempfile.mkdtemp(prefix="cg"))) for k in range(jobs)]
     outcomes: dict[str, Outcome] = {}
     try:
         for worker in workers:
-            worker.mkdir(parents=True)
-            shutil.copy(gradebook, worker / "gradebook.db")
+            worker.folder.mkdir(parents=True)
+            copy_gradebook(course.db_url, worker.folder / "gradebook.db")
         free = list(range(jobs))
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            pending = {}
+            pending: dict[concurrent.futures.Future, int] = {}
             queue = list(names)
             while queue or pending:
                 while queue and free:
                     k, student = free.pop(), queue.pop(0)
-                    pending[pool.submit(_grade_one, root, chapter, student, workers[k], sockets[k], timeout)] = k
+                    pending[pool.submit(_grade_one, course, chapter, student, workers[k], out, timeout=timeout,
+                                        memory_mb=memory_mb, device=device)] = k
                 done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     free.append(pending.pop(future))
                     outcome = future.result()
                     outcomes[outcome.student] = outcome
+                    notes = [outcome.detail] if outcome.detail else []
+                    notes += [f"no grade of record: {outcome.record}"] if outcome.record else []
                     progress(f"[{len(outcomes)}/{len(names)}] {outcome.student}: {outcome.status} "
-                             f"({outcome.seconds:.1f} s){' - ' + outcome.detail if outcome.detail else ''}"
+                             f"({outcome.seconds:.1f} s){''.join(' - ' + n for n in notes)}"
                              f"{_eta(list(outcomes.values()), len(names), jobs)}")
-        staging = work / "executed"
-        for student in names:
-            target = staging / student / chapter / f"{chapter}.ipynb"
-            target.parent.mkdir(parents=True)
-            submitted = root / "submitted" / student / chapter
-            if (submitted / "timestamp.txt").exists():
-                shutil.copy(submitted / "timestamp.txt", target.parent / "timestamp.txt")
-            outcome = outcomes[student]
-            if outcome.status == "graded":
-                executed = next(w for w in workers if (w / "autograded" / student / chapter).exists())
-                shutil.copy(executed / "autograded" / student / chapter / f"{chapter}.ipynb", target)
-            else:
-                release = root / "release" / chapter / f"{chapter}.ipynb"
-                nbformat.write(_zero_notebook(submitted / f"{chapter}.ipynb", release, f"not graded: {outcome.detail}"),
-                               str(target))
+    finally:
+        for worker in workers:
+            shutil.rmtree(worker.sockets, ignore_errors=True)
+    (out / "shard.json").write_text(json.dumps({
+        "chapter": chapter, "shard": shard, "shards": shards,
+        "outcomes": [dataclasses.asdict(outcomes[s]) for s in names]}, indent=1))
+    return out
+
+
+def _shard_folders(course: Course, chapter: str) -> list[Path]:
+    """Every shard of the last sharded run, checked to be all there."""
+    found = sorted((course.root / ".classgrade" / chapter / "shards").glob("*-of-*"))
+    counts = {int(p.name.split("-of-")[1]) for p in found}
+    if len(counts) != 1:
+        raise SystemExit(f"no shards of {chapter} to merge" if not counts else
+                         f"shards of runs with different N ({sorted(counts)}) in .classgrade/{chapter}/shards/: "
+                         "remove the older run's folders")
+    shards = counts.pop()
+    unfinished = [k for k in range(shards) if not (course.root / ".classgrade" / chapter / "shards" /
+                                                   f"{k}-of-{shards}" / "shard.json").exists()]
+    if unfinished:
+        raise SystemExit(f"shards {unfinished} of {shards} have not finished (no shard.json): nothing merged")
+    return [course.root / ".classgrade" / chapter / "shards" / f"{k}-of-{shards}" for k in range(shards)]
+
+
+def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, progress=print):
+    """The single writer: every shard's executed notebooks into the gradebook (``nbgrader autograde
+    --no-execute``), then the grade of record where it differs, then the class report."""
+    from coursekit import classreport
+
+    course = Course.load(root)
+    folders = folders if folders is not None else _shard_folders(course, chapter)
+    work = course.root / ".classgrade" / chapter
+    staging = work / "merged"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    outcomes: dict[str, Outcome] = {}
+    (work / "records").mkdir(exist_ok=True)
+    for folder in folders:
+        for item in json.loads((folder / "shard.json").read_text())["outcomes"]:
+            outcome = outcomes[item["student"]] = Outcome(**item)
+            # The class's records stay across runs (the report is of the whole class), but never an earlier
+            # run's record of a submission graded now.
+            made = folder / "records" / f"{outcome.student}.json"
+            kept = work / "records" / f"{outcome.student}.json"
+            shutil.copy(made, kept) if made.exists() else kept.unlink(missing_ok=True)
+        if (folder / "executed").exists():
+            shutil.copytree(folder / "executed", staging, dirs_exist_ok=True)
+    (work / "outcomes").mkdir(exist_ok=True)
+    for outcome in outcomes.values():
+        (work / "outcomes" / f"{outcome.student}.json").write_text(json.dumps(dataclasses.asdict(outcome)))
+    if outcomes:
         # Only the notebooks just graded are in the staging folder, so only their scores change.
-        merge = ["autograde", chapter, "--no-execute", "--force", f"--CourseDirectory.root={root}",
-                 f"--CourseDirectory.submitted_directory={staging}"]
-        code = _nbgrader(*merge, cwd=root, env=dict(os.environ), log=work / "merge.log")
+        code = _nbgrader("autograde", chapter, "--no-execute", "--force", f"--CourseDirectory.root={course.root}",
+                         f"--CourseDirectory.submitted_directory={staging}",
+                         cwd=course.root, env=dict(os.environ), log=work / "merge.log")
         if code != 0:
             raise SystemExit(f"merging into the gradebook failed; see {work / 'merge.log'}")
-    finally:
-        for folder in sockets:
-            shutil.rmtree(folder, ignore_errors=True)
-    return [outcomes[s] for s in names]
+        write_records(course, chapter, sorted(outcomes), work)
+    report = classreport.write(course, chapter, work)
+    progress(report.summary())
+    return report
+
+
+def answer_cells(instructor_notebook) -> dict[str, str]:
+    """Each graded cell's answer cell: the last answer (solution) cell before it, where feedback can say why its
+    score is the record's (nbgrader keeps comments on answer cells, not on test cells)."""
+    answers, last = {}, None
+    for cell in instructor_notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            last = meta["grade_id"]
+        elif meta.get("grade") and last:
+            answers[meta["grade_id"]] = last
+    return answers
+
+
+def write_records(course: Course, chapter: str, students: list[str], work: Path) -> None:
+    """Make each student's grade of record the score of each graded cell where it differs from the kernel's:
+    nbgrader's manual score (which it counts instead of the auto score), and a comment on the exercise's answer
+    cell that says why. ``work/record_scores.json`` remembers what was written, so that a manual score written
+    here that no longer differs is taken back (and one an instructor wrote is not)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from coursekit.record import Record, unreadable
+
+    instructor = nbformat.read(str(course.notebook(course.source, chapter)), as_version=4)
+    answer_of = answer_cells(instructor)
+    ledger_path = work / "record_scores.json"
+    ledger = json.loads(ledger_path.read_text()) if ledger_path.exists() else {}
+    with Gradebook(course.db_url) as gradebook:
+        for student in students:
+            path = work / "records" / f"{student}.json"
+            if path.exists():
+                cells = Record.from_json(json.loads(path.read_text())).cells
+            else:  # the record could not be made: nothing counts until it is
+                cells = unreadable(course.notebook(course.source, chapter), "the grade of record could not be made").cells
+            written, ledger[student] = ledger.get(student, {}), {}
+            notes: dict[str, list[str]] = {answer: [] for answer in set(answer_of.values())}
+            for cell in cells:
+                try:
+                    grade = gradebook.find_grade(cell.grade_id, chapter, chapter, student)
+                except MissingEntry:
+                    continue
+                if cell.on_record and abs((grade.auto_score or 0.0) - cell.score) > 1e-9:
+                    notes.setdefault(answer_of.get(cell.grade_id, ""), []).append(
+                        f"{cell.grade_id}: {cell.score:g} of {cell.max_score:g} ({_failed_text(cell)}), where the "
+                        f"notebook's run gave {grade.auto_score or 0:g}")
+                    grade.manual_score, grade.needs_manual_grade = cell.score, False
+                    ledger[student][cell.grade_id] = cell.score
+                elif cell.grade_id in written and grade.manual_score == written[cell.grade_id]:
+                    grade.manual_score = None
+            for answer, lines in notes.items():
+                try:
+                    comment = gradebook.find_comment(answer, chapter, chapter, student)
+                except MissingEntry:
+                    continue
+                if lines:
+                    comment.manual_comment = (f"{RECORD_MARK}: your answer cells, graded on their own (as `python -m "
+                                              "graders check` grades a file), decide these scores: " + "; ".join(lines))
+                elif (comment.manual_comment or "").startswith(RECORD_MARK):
+                    comment.manual_comment = None
+        gradebook.db.commit()
+    ledger_path.write_text(json.dumps(ledger, indent=1))
+
+
+def _failed_text(cell) -> str:
+    if not cell.failed:
+        return "every check passed"
+    return "did not pass " + ", ".join(cell.failed[:4]) + (" and more" if len(cell.failed) > 4 else "")
+
+
+def grade_class(root: str | Path, chapter: str, *, jobs: int | None = None, students: list[str] | None = None,
+                timeout: float = DEFAULT_TIMEOUT_S, memory_mb: int | None = DEFAULT_MEMORY_MB,
+                device: str | None = None, progress=print) -> list[Outcome]:
+    """Grade on this machine and merge: one shard of one."""
+    course = Course.load(root)
+    shutil.rmtree(course.root / ".classgrade" / chapter / "shards", ignore_errors=True)
+    folder = grade_shard(root, chapter, jobs=jobs, students=students, timeout=timeout, memory_mb=memory_mb,
+                         device=device, progress=progress)
+    merge(root, chapter, [folder], progress=progress)
+    return [Outcome(**o) for o in json.loads((folder / "shard.json").read_text())["outcomes"]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,13 +451,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: every core)")
     parser.add_argument("--student", action="append", help="grade only this student (repeat for more)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per submission")
+    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB,
+                        help="data per grading process, in MiB (Linux; 0: no limit)")
+    parser.add_argument("--device", default=None, help="the device the grade of record runs the checks on")
     parser.add_argument("--root", default=".", help="the course root (where nbgrader_config.py is)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--shard", metavar="K/N", help="grade only shard K of N (K from 0) and leave the gradebook alone")
+    where.add_argument("--merge", action="store_true", help="merge every finished shard into the gradebook")
     args = parser.parse_args(argv)
     start = time.monotonic()
-    outcomes = grade_class(Path(args.root), args.chapter, jobs=args.jobs, students=args.student, timeout=args.timeout)
+    options = dict(jobs=args.jobs, students=args.student, timeout=args.timeout, memory_mb=args.memory_mb or None,
+                   device=args.device)
+    if args.merge:
+        merge(args.root, args.chapter)
+        return 0
+    if args.shard:
+        shard, shards = parse_shard(args.shard)
+        folder = grade_shard(args.root, args.chapter, shard=shard, shards=shards, **options)
+        print(f"shard {shard} of {shards} graded in {time.monotonic() - start:.1f} s into {folder}; "
+              f"when every shard has finished: python -m coursekit.classgrade {args.chapter} --merge")
+        return 0
+    outcomes = grade_class(args.root, args.chapter, **options)
     failed = [o for o in outcomes if o.status != "graded"]
     print(f"{len(outcomes)} submissions in {time.monotonic() - start:.1f} s; "
-          f"{len(failed)} scored 0 because they could not be graded")
+          f"{len(failed)} could not be run in a kernel (their grade is their record alone)")
     return 0
 
 

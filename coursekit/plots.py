@@ -483,3 +483,30 @@ def plot_scaling(results: dict[str, dict[int, float]], *, unit: str = "samples/s
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     plt.show()
+
+
+def plot_class_report(percent_scores: Sequence[float], failing: dict[str, tuple[int, int]], *, title: str):
+    """What a class got wrong, for a lecture slide: the score histogram beside each check's failing share
+    (``failing``: label -> (students failing, students graded)). A matplotlib Figure, drawn without pyplot so
+    that a grading run on a machine without a display can save it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    labels = sorted(failing, key=lambda k: (failing[k][0] / max(failing[k][1], 1), k))
+    fig = Figure(figsize=(11, max(3.8, 0.28 * len(labels) + 1.6)), dpi=120, layout="constrained")
+    FigureCanvasAgg(fig)  # draws and saves without a display
+    scores_ax, checks_ax = fig.subplots(1, 2, width_ratios=[1, 1.5])
+    scores_ax.hist(list(percent_scores), bins=[i * 10 for i in range(11)], color="tab:blue", edgecolor="white")
+    scores_ax.set(xlabel="score (% of the chapter's points)", ylabel="students", xlim=(0, 100),
+                  title=f"{len(percent_scores)} students")
+    scores_ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # students are counted in whole numbers
+    shares = [100 * failing[k][0] / max(failing[k][1], 1) for k in labels]
+    bars = checks_ax.barh(range(len(labels)), shares, color="tab:red")
+    checks_ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    for bar, label in zip(bars, labels):
+        checks_ax.annotate(f"{failing[label][0]}/{failing[label][1]}", (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                           xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+    checks_ax.set(xlabel="students failing the check (%)", xlim=(0, 112), title="checks, most failed at the top")
+    fig.suptitle(title)
+    return fig

@@ -3,9 +3,14 @@ grades against serial nbgrader are measured by benchmarks/classgrade.py)."""
 
 from __future__ import annotations
 
+import csv
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -17,8 +22,8 @@ pytestmark = pytest.mark.slow
 
 ANSWERS = {  # student: (answer cell, expected score of t1 (2 points) and t2 (1 point))
     "right": ("def f():\n    return 42", 3.0),
-    "half": ("def f():\n    return 7", 1.0),
     "dies": ("import os\nos._exit(1)", 0.0),
+    "hog": ("blob = bytearray(3 << 30)\ndef f():\n    return 42", 0.0),  # past the memory limit: MemoryError
 }
 
 
@@ -27,40 +32,44 @@ def _cell(source, **nbgrader):
                                                         "grade": False, "solution": False, **nbgrader}})
 
 
-def _course(root):
+def _course(root, cells=None, *, course_name="a1"):
     (root / "nbgrader_config.py").write_text(
         f"c = get_config()\nc.CourseDirectory.root = {str(root)!r}\nc.CourseDirectory.source_directory = 'source'\n"
-        "c.Execute.timeout = 60\n")
-    nb = new_notebook(cells=[
+        "c.Execute.timeout = 60\nc.OverwriteCells.add_missing_cells = True\n")
+    nb = new_notebook(cells=cells or [
         new_code_cell("x = 1"),
         _cell("def f():\n    ### BEGIN SOLUTION\n    return 42\n    ### END SOLUTION", solution=True, grade_id="ans"),
         _cell("assert f() == 42", grade=True, grade_id="t1", points=2),
         _cell("assert f() > 0", grade=True, grade_id="t2", points=1),
     ])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    (root / "source" / "a1").mkdir(parents=True)
-    nbformat.write(nb, root / "source" / "a1" / "a1.ipynb")
-    env = {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
-    made = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "a1"], cwd=root,
-                          capture_output=True, text=True, env=env)
+    (root / "source" / course_name).mkdir(parents=True)
+    nbformat.write(nb, root / "source" / course_name / f"{course_name}.ipynb")
+    made = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", course_name], cwd=root,
+                          capture_output=True, text=True, env=_env())
     assert made.returncode == 0, made.stdout + made.stderr
 
 
-def _submit(root, student, answer):
-    released = nbformat.read(root / "release" / "a1" / "a1.ipynb", as_version=4)
+def _env():
+    return {**os.environ, "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])}
+
+
+def _submit(root, student, answer, *, chapter="a1", answer_id="ans", delete=()):
+    released = nbformat.read(root / "release" / chapter / f"{chapter}.ipynb", as_version=4)
     for cell in released.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == "ans":
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == answer_id:
             cell.source = answer
-    folder = root / "submitted" / student / "a1"
+    released.cells = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in delete]
+    folder = root / "submitted" / student / chapter
     folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(released, folder / "a1.ipynb")
+    nbformat.write(released, folder / f"{chapter}.ipynb")
 
 
-def _scores(root) -> dict[str, float]:
+def _scores(root, chapter="a1") -> dict[str, float]:
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
-        return {sub.student.id: sub.score for sub in gradebook.assignment_submissions("a1")}
+        return {sub.student.id: sub.score for sub in gradebook.assignment_submissions(chapter)}
 
 
 def _an_earlier_full_score(root, student):
@@ -76,23 +85,53 @@ def _an_earlier_full_score(root, student):
         gradebook.db.commit()
 
 
+def _socket_folders() -> set[str]:
+    return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("cg")}
+
+
+def _classgrade(root, *args, wait=True):
+    command = [sys.executable, "-m", "coursekit.classgrade", "a1", "--root", str(root), *args]
+    process = subprocess.Popen(command, cwd=root, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    return process.communicate()[0] if wait else process
+
+
 # nbgrader 0.9.6's add_submission warns under SQLAlchemy 2 ("not in session"); the rows are written all the
 # same, as the premise below checks.
 @pytest.mark.filterwarnings("ignore:Object of type <Submitted")
-def test_a_class_graded_on_two_workers_and_a_dead_kernel_never_keeps_a_stale_score(tmp_path):
+def test_two_shards_in_separate_processes_then_one_merge_survive_a_crash_memory_and_deleted_cells(tmp_path):
     _course(tmp_path)
     for student, (answer, _) in ANSWERS.items():
         _submit(tmp_path, student, answer)
+    _submit(tmp_path, "deleter", ANSWERS["right"][0], delete={"t2"})  # nbgrader puts the test cell back
     _an_earlier_full_score(tmp_path, "dies")
     assert _scores(tmp_path)["dies"] == 3.0  # the premise
-    lines: list[str] = []
-    outcomes = classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lines.append)
-    assert [(o.student, o.status) for o in outcomes] == [("dies", "kernel died"), ("half", "graded"),
-                                                          ("right", "graded")]
-    assert len(lines) == 3 and all(line.startswith("[") for line in lines)
-    assert all(" s left" in line for line in lines[:2]) and "left" not in lines[2], lines
-    assert _scores(tmp_path) == {student: score for student, (_, score) in ANSWERS.items()}
-    assert not [p for p in os.listdir(tmp_path) if p.startswith("cg")]
+
+    sockets_before = _socket_folders()
+    limits = ["--timeout", "120", "--memory-mb", "1024", "--jobs", "1"]
+    shards = [_classgrade(tmp_path, "--shard", f"{k}/2", *limits, wait=False) for k in range(2)]
+    logs = [shard.communicate(timeout=120)[0] for shard in shards]
+    assert [shard.returncode for shard in shards] == [0, 0], logs
+    assert _scores(tmp_path) == {"dies": 3.0}, "a shard never writes the gradebook"
+    assert "graded in" in logs[0] and "--merge" in logs[0]
+    progress = [line for log in logs for line in log.splitlines() if line.startswith("[")]
+    assert len(progress) == 4 and any(" s left" in line for line in progress), logs
+
+    merged = _classgrade(tmp_path, "--merge")
+    expected = {student: score for student, (_, score) in ANSWERS.items()} | {"deleter": 3.0}
+    assert _scores(tmp_path) == expected, merged
+    assert "dies: kernel died" in merged, merged
+    with open(tmp_path / "reports" / "a1" / "scores.csv", newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert {s: float(r["score"]) for s, r in rows.items()} == expected
+    assert rows["dies"]["status"] == "kernel died" and rows["right"]["status"] == "graded"
+    assert (tmp_path / "reports" / "a1" / "class_report.png").stat().st_size > 10_000
+    assert _socket_folders() == sockets_before, "every worker's socket folder is removed"
+
+    # A shard missing: nothing is merged, and the message says which.
+    shutil.rmtree(tmp_path / ".classgrade" / "a1" / "shards" / "1-of-2")
+    (tmp_path / ".classgrade" / "a1" / "shards" / "1-of-2").mkdir()
+    assert "shards [1] of 2 have not finished" in _classgrade(tmp_path, "--merge")
 
 
 def test_a_submission_that_is_not_a_notebook_becomes_the_release_failed_on_every_graded_cell(tmp_path):
@@ -106,3 +145,101 @@ def test_a_submission_that_is_not_a_notebook_becomes_the_release_failed_on_every
     outputs = {c.metadata.get("nbgrader", {}).get("grade_id"): c.outputs for c in zero.cells}
     assert outputs["t1"][0]["ename"] == "NotGraded" and "could not read" in outputs["t1"][0]["evalue"]
     assert outputs["ans"] == [] and outputs[None] == []
+
+
+def test_past_its_time_limit_a_submission_is_stopped_with_everything_it_started(tmp_path):
+    """The per-submission limit (the e2e test above would pay it in full): the whole process group goes."""
+    started = tmp_path / "child.pid"
+    program = ("import subprocess, sys, time\n"
+               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+               f"open({str(started)!r}, 'w').write(str(child.pid))\n"
+               "while True:\n    time.sleep(0.1)\n")
+    began = time.monotonic()
+    code = classgrade._run([sys.executable, "-c", program], cwd=tmp_path, env=dict(os.environ),
+                           log=tmp_path / "log", timeout=3)
+    assert code is None and time.monotonic() - began < 10
+    child = int(started.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "the submission's own child process outlived the limit"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux enforces RLIMIT_DATA")
+def test_past_its_memory_limit_a_grading_process_gets_memory_errors_not_the_machine(tmp_path):
+    program = "try:\n    b = bytearray(2 << 30)\nexcept MemoryError:\n    raise SystemExit(7)\n"
+    run = dict(cwd=tmp_path, env=dict(os.environ), log=tmp_path / "log", timeout=30)
+    assert classgrade._run([sys.executable, "-c", program], memory_mb=512, **run) == 7
+    assert classgrade._run([sys.executable, "-c", program], memory_mb=4096, **run) == 0  # the premise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie has ended; only its parent has not collected it yet
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return True
+
+
+OWN_STRIDES = ("def contiguous_strides(shape):\n    strides, step = [], 1\n    for size in reversed(list(shape)):\n"
+               "        strides.append(step)\n        step *= {step}\n    return tuple(reversed(strides))\n")
+TAMPERED = {  # student: (answer cell, kernel's score, score of record)
+    "honest": (OWN_STRIDES.format(step="max(int(size), 1)"), 3.0, 3.0),
+    "zero_dims_bug": (OWN_STRIDES.format(step="int(size)"), 1.0, 1.0),  # fails size_zero_dims only
+    "disarms_check": ("def contiguous_strides(shape):\n    return ()\n\n\ndef check(*args, **kwargs):\n    pass\n",
+                      3.0, 0.0),
+    "copies_reference": ("from solutions.ch01_tensors import contiguous_strides\n", 0.0, 0.0),
+}
+
+
+@pytest.mark.full  # about 70 s: four submissions that import torch, then one regraded
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")
+def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_says_so(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)  # students' rules: no reference answers
+    answer = OWN_STRIDES.format(step="max(int(size), 1)").replace("    strides, step", "    ### BEGIN SOLUTION\n    strides, step")
+    answer = answer.rstrip("\n") + "\n    ### END SOLUTION"
+    _course(tmp_path, [
+        new_code_cell("from graders import check"),
+        _cell(answer, solution=True, grade_id="answer"),
+        _cell('check("contiguous_strides", globals(), "returns_tuple_of_ints", "ordinary_shapes")', grade=True,
+              grade_id="basics", points=1),
+        _cell('check("contiguous_strides", globals(), "size_zero_dims", "pure_python")', grade=True,
+              grade_id="edges", points=2),
+    ])
+    for student, (source, _, _) in TAMPERED.items():
+        _submit(tmp_path, student, source, answer_id="answer")
+    lines: list[str] = []
+    outcomes = classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lines.append)
+    assert {o.student: (o.status, o.record) for o in outcomes} == {s: ("graded", "") for s in TAMPERED}, lines
+    assert _scores(tmp_path) == {student: on_record for student, (_, _, on_record) in TAMPERED.items()}
+
+    with open(tmp_path / "reports" / "a1" / "scores.csv", newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert {s: float(r["kernel_score"]) for s, r in rows.items()} == {s: k for s, (_, k, _) in TAMPERED.items()}
+    assert [s for s, r in rows.items() if r["record_differs"]] == ["disarms_check"]
+    assert "basics: record 0 of 1, kernel 1" in rows["disarms_check"]["record_differs"]
+    assert "record differs from the kernel: disarms_check" in lines[-1]
+
+    with open(tmp_path / "reports" / "a1" / "checks.csv", newline="") as f:
+        checks = {row["check"]: row for row in csv.DictReader(f)}
+    assert {c: int(r["failing"]) for c, r in checks.items()} == {
+        "returns_tuple_of_ints": 2, "ordinary_shapes": 2, "size_zero_dims": 3, "pure_python": 2}
+    assert int(checks["size_zero_dims"]["students"]) == 4
+    assert "own code" in checks["ordinary_shapes"]["cause_1"] + checks["ordinary_shapes"]["cause_2"]
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        comment = gradebook.find_comment("answer", "a1", "a1", "disarms_check").manual_comment
+    assert comment.startswith(classgrade.RECORD_MARK) and "edges: 0 of 2" in comment and "size_zero_dims" in comment
+
+    # Regraded honest, the record's manual score is taken back: the kernel and the record agree again.
+    _submit(tmp_path, "disarms_check", TAMPERED["honest"][0], answer_id="answer")
+    classgrade.grade_class(tmp_path, "a1", jobs=1, students=["disarms_check"], progress=lines.append)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gradebook:
+        grade = gradebook.find_grade("edges", "a1", "a1", "disarms_check")
+        assert (grade.manual_score, grade.auto_score, grade.score) == (None, 2.0, 2.0)
+        assert gradebook.find_comment("answer", "a1", "a1", "disarms_check").manual_comment is None

@@ -69,8 +69,13 @@ def test_one_submission_disarming_check_with_ipython_syntax_and_a_deleted_answer
     in_kernel = _kernel_scores(edited)
     assert all(score > 0 for score in in_kernel.values()), "the premise: the kernel is fooled"
 
-    records = record.grade_of_record(_write(edited, tmp_path), notebooks.notebook_path(CHAPTER), tmp_path,
-                                     instructor=True)
+    result = record.grade_of_record(_write(edited, tmp_path), notebooks.notebook_path(CHAPTER), tmp_path,
+                                    instructor=True)
+    records = result.cells
+    assert record.Record.from_json(result.as_json()) == result
+    assert {c.exercise for c in result.checks} == {"contiguous_strides", "is_contiguous", "sliding_window"}
+    assert all(c.diagnosis == "not written yet" or "define" in c.diagnosis
+               for c in result.checks if c.exercise == "sliding_window"), "a deleted answer: nothing to grade"
     by_id = {r.grade_id: r for r in records}
     for grade_id, r in by_id.items():
         if grade_id.startswith("is_contiguous"):  # IPython syntax costs nothing
@@ -80,3 +85,27 @@ def test_one_submission_disarming_check_with_ipython_syntax_and_a_deleted_answer
     assert "get_ipython()" in (tmp_path / "answers.py").read_text()
     assert {grade_id for grade_id, _, _ in record.disagreements(records, in_kernel)} == {
         grade_id for grade_id in by_id if not grade_id.startswith("is_contiguous")}
+
+
+def _failure(message, error=None):
+    from graders.outcomes import CheckResult
+
+    return CheckResult("a_check", "failed" if error is None else "error", 0, 1, message, error)
+
+
+def test_a_diagnosis_is_the_likely_cause_where_the_grader_names_one_wrapped_lines_included():
+    message = ("wrong strides for a scalar shape\n  input:    shape=()\n  likely cause: the loop starts at the "
+               "wrong end\n    of the shape\n  where:    dim 0")
+    assert record.diagnosis(_failure(message)) == "the loop starts at the wrong end of the shape"
+
+
+def test_without_a_likely_cause_a_diagnosis_is_the_error_kind_then_what_was_wrong_never_the_values():
+    from graders.outcomes import StudentError
+
+    raised = StudentError("raised", "raised ValueError", "ValueError", ("builtins.ValueError",), "bad", "a.py, line 2")
+    assert record.diagnosis(_failure("f(x=(3,)) failed: raised ValueError: bad", raised)) == "raised ValueError"
+    stub = StudentError("raised", "raised NotImplementedError", "NotImplementedError",
+                        ("builtins.NotImplementedError",), "", "a.py, line 2")
+    assert record.diagnosis(_failure("f((2,)) failed: raised NotImplementedError", stub)) == "not written yet"
+    assert record.diagnosis(_failure("wrong strides for an ordinary shape\n  input:    shape=(5,)")) == \
+        "wrong strides for an ordinary shape"
