@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.slow
 ANSWERS = {  # student: (answer cell, expected score of t1 (2 points) and t2 (1 point))
     "right": ("def f():\n    return 42", 3.0),
     "dies": ("import os\nos._exit(1)", 0.0),
-    "hog": ("blob = bytearray(3 << 30)\ndef f():\n    return 42", 0.0),  # past the memory limit: MemoryError
+    "hog": ("blob = bytearray(6 << 30)\ndef f():\n    return 42", 0.0),  # past the 4 GiB limit: MemoryError
 }
 
 
@@ -32,10 +33,12 @@ def _cell(source, **nbgrader):
                                                         "grade": False, "solution": False, **nbgrader}})
 
 
-def _course(root, cells=None, *, course_name="a1"):
+def _course(root, cells=None, *, course_name="a1", db_url=None):
     (root / "nbgrader_config.py").write_text(
         f"c = get_config()\nc.CourseDirectory.root = {str(root)!r}\nc.CourseDirectory.source_directory = 'source'\n"
-        "c.Execute.timeout = 60\nc.OverwriteCells.add_missing_cells = True\n")
+        "c.Execute.timeout = 60\nc.OverwriteCells.add_missing_cells = True\n" +
+        # On Postgres the course row must exist (SQLite does not enforce the foreign key): name the course.
+        (f"c.CourseDirectory.db_url = {db_url!r}\nc.CourseDirectory.course_id = 'pytorch'\n" if db_url else ""))
     nb = new_notebook(cells=cells or [
         new_code_cell("x = 1"),
         _cell("def f():\n    ### BEGIN SOLUTION\n    return 42\n    ### END SOLUTION", solution=True, grade_id="ans"),
@@ -65,24 +68,54 @@ def _submit(root, student, answer, *, chapter="a1", answer_id="ans", delete=()):
     nbformat.write(released, folder / f"{chapter}.ipynb")
 
 
-def _scores(root, chapter="a1") -> dict[str, float]:
+def _scores(root, chapter="a1", db_url=None) -> dict[str, float]:
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+    with Gradebook(db_url or f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         return {sub.student.id: sub.score for sub in gradebook.assignment_submissions(chapter)}
 
 
-def _an_earlier_full_score(root, student):
+def _an_earlier_full_score(root, student, db_url=None):
     """What an earlier run left in the gradebook: full marks on every cell."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+    with Gradebook(db_url or f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         gradebook.add_student(student)
         submission = gradebook.add_submission("a1", student)
         for notebook in submission.notebooks:
             for grade in notebook.grades:
                 grade.auto_score = grade.max_score
         gradebook.db.commit()
+
+
+GRADING = Path(__file__).resolve().parent.parent / "docs" / "grading"
+
+
+def _container(manifest: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(manifest.read_text())["spec"]["template"]["spec"]["containers"][0]
+
+
+def _pod(manifest: Path, root: Path, **env) -> subprocess.Popen:
+    """The manifest's container command, run here as its pod would run it, on the tiny course (chapter a1)."""
+    container = _container(manifest)
+    pod_env = {item["name"]: item["value"] for item in container["env"]} | {"CHAPTER": "a1", "COURSE_ROOT": str(root)}
+    return subprocess.Popen(container["command"], cwd=root, env={**_env(), **pod_env, **env}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_the_shipped_job_files_agree_on_the_number_of_shards_and_the_image():
+    import yaml
+
+    job = yaml.safe_load((GRADING / "kubernetes-grade.yaml").read_text())
+    shards = {item["name"]: item["value"] for item in _container(GRADING / "kubernetes-grade.yaml")["env"]}["SHARDS"]
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["completions"] == job["spec"]["parallelism"] == int(shards)
+    assert _container(GRADING / "kubernetes-grade.yaml")["image"] == _container(GRADING / "kubernetes-merge.yaml")["image"]
+    script = (GRADING / "slurm-grade.sh").read_text()
+    assert "#SBATCH --array=0-" in script, "shards count from 0, as the array's indices must"
+    assert subprocess.run(["bash", "-n", str(GRADING / "slurm-grade.sh")]).returncode == 0
 
 
 def _socket_folders() -> set[str]:
@@ -108,16 +141,24 @@ def test_two_shards_in_separate_processes_then_one_merge_survive_a_crash_memory_
     assert _scores(tmp_path)["dies"] == 3.0  # the premise
 
     sockets_before = _socket_folders()
-    limits = ["--timeout", "120", "--memory-mb", "1024", "--jobs", "1"]
-    shards = [_classgrade(tmp_path, "--shard", f"{k}/2", *limits, wait=False) for k in range(2)]
-    logs = [shard.communicate(timeout=120)[0] for shard in shards]
+    # Shard 0 as a pod of the shipped Kubernetes Indexed Job runs it, shard 1 as the Slurm array task would:
+    # two separate processes at once, each with the command those files give.
+    pod = _pod(GRADING / "kubernetes-grade.yaml", tmp_path, JOB_COMPLETION_INDEX="0", SHARDS="2")
+    array_task = subprocess.Popen(["bash", str(GRADING / "slurm-grade.sh")], cwd=tmp_path, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  env={**_env(), "CHAPTER": "a1", "COURSE_ROOT": str(tmp_path), "PYTHON": sys.executable,
+                                       "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2"})
+    shards = [pod, array_task]
+    logs = [shard.communicate(timeout=180)[0] for shard in shards]
     assert [shard.returncode for shard in shards] == [0, 0], logs
     assert _scores(tmp_path) == {"dies": 3.0}, "a shard never writes the gradebook"
     assert "graded in" in logs[0] and "--merge" in logs[0]
     progress = [line for log in logs for line in log.splitlines() if line.startswith("[")]
     assert len(progress) == 4 and any(" s left" in line for line in progress), logs
 
-    merged = _classgrade(tmp_path, "--merge")
+    merge = _pod(GRADING / "kubernetes-merge.yaml", tmp_path)
+    merged = merge.communicate(timeout=120)[0]
+    assert merge.returncode == 0, merged
     expected = {student: score for student, (_, score) in ANSWERS.items()} | {"deleter": 3.0}
     assert _scores(tmp_path) == expected, merged
     assert "dies: kernel died" in merged, merged
@@ -243,3 +284,51 @@ def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_s
         grade = gradebook.find_grade("edges", "a1", "a1", "disarms_check")
         assert (grade.manual_score, grade.auto_score, grade.score) == (None, 2.0, 2.0)
         assert gradebook.find_comment("answer", "a1", "a1", "disarms_check").manual_comment is None
+
+
+@pytest.fixture
+def postgres_url():
+    """A throwaway Postgres server (its own data folder and port) with an empty database; skipped, with the
+    reason, where no Postgres server programs are installed."""
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if not (initdb and pg_ctl):
+        pytest.skip("no Postgres server here (initdb and pg_ctl not on PATH)")
+    as_user: list[str] = []
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # Postgres refuses to run as root
+        if not shutil.which("runuser"):
+            pytest.skip("running as root without runuser: Postgres cannot be started")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    folder = Path(tempfile.mkdtemp(prefix="pg"))
+    if as_user:
+        shutil.chown(folder, "postgres")
+    with socket.socket() as s:  # a free port, for this server only
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = folder / "data"
+    subprocess.run([*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "course"], check=True,
+                   capture_output=True)
+    subprocess.run([*as_user, pg_ctl, "-D", str(data), "-o", f"-h 127.0.0.1 -p {port} -k {folder}",
+                    "-l", str(folder / "log"), "-w", "start"], check=True, capture_output=True)
+    try:
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(f"postgresql://course@127.0.0.1:{port}/postgres", isolation_level="AUTOCOMMIT")
+        with engine.connect() as connection:
+            connection.execute(text("CREATE DATABASE gradebook"))
+        engine.dispose()
+        yield f"postgresql://course@127.0.0.1:{port}/gradebook"
+    finally:
+        subprocess.run([*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.full  # about 25 s: a Postgres server and three submissions
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")
+def test_a_postgres_gradebook_is_copied_for_the_workers_and_written_by_the_merge(tmp_path, postgres_url):
+    _course(tmp_path, db_url=postgres_url)
+    for student in ("right", "dies", "hog"):
+        _submit(tmp_path, student, ANSWERS[student][0])
+    _an_earlier_full_score(tmp_path, "dies", postgres_url)
+    classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lambda line: None)
+    assert _scores(tmp_path, db_url=postgres_url) == {s: ANSWERS[s][1] for s in ("right", "dies", "hog")}
+    assert not (tmp_path / "gradebook.db").exists(), "nothing went to a SQLite gradebook"
