@@ -52,12 +52,15 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope
 
-## grade: autograde every submission of CHAPTER in submitted/ on JOBS workers (default: every core), one writer
-## to the gradebook; a submission that cannot be graded scores 0 (coursekit/classgrade.py). In the course root.
+## grade: autograde every submission of CHAPTER in submitted/ on JOBS workers (default: every core), make each
+## one's grade of record outside the kernel, write both to the gradebook (one writer) and the class report to
+## reports/CHAPTER/ (coursekit/classgrade.py). SHARD=K/N grades one shard only (another machine, a Kubernetes
+## or Slurm job: docs/grading/); MERGE=1 then writes every shard. In the course root.
 ## (JOBS is shared with `make test`, where it defaults to auto: every core here too.)
 grade: setup
-	@test -n "$(CHAPTER)" || { echo "usage: make grade CHAPTER=01_tensors [JOBS=2] [STUDENT=id]"; exit 2; }
-	$(BIN)/python -m coursekit.classgrade $(CHAPTER) $(if $(filter-out auto,$(JOBS)),--jobs $(JOBS)) $(if $(STUDENT),--student $(STUDENT))
+	@test -n "$(CHAPTER)" || { echo "usage: make grade CHAPTER=01_tensors [JOBS=2] [STUDENT=id] [SHARD=K/N | MERGE=1]"; exit 2; }
+	$(BIN)/python -m coursekit.classgrade $(CHAPTER) $(if $(filter-out auto,$(JOBS)),--jobs $(JOBS)) \
+		$(if $(STUDENT),--student $(STUDENT)) $(if $(SHARD),--shard $(SHARD)) $(if $(filter 1,$(MERGE)),--merge)
 
 ## notebooks: rebuild every chapter notebook from course_src/ and execute it (commit the result)
 notebooks: setup
