@@ -25,6 +25,19 @@ c.Execute.interrupt_on_timeout = True
 c.IgnorePattern.enabled = True
 c.IgnorePattern.pattern = r"\w*Warning\b"
 
+# Autograde runs the graded part of a chapter only (its opening cell, answers and tests): the demonstration
+# cells cannot change a score, and running them cost up to 3.2x a trivial notebook (coursekit/autograde.py).
+# The rest of nbgrader's list is its default.
+c.Autograde.autograde_preprocessors = [
+    "coursekit.autograde.RunGradedPartOnly",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
 # A submission that deleted a graded cell gets it back (scored as written in the source) rather
 # than losing it silently.
 c.OverwriteCells.add_missing_cells = True

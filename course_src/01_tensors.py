@@ -18,7 +18,7 @@
 #
 # Every chapter opens the same way: fixed seeds, the device, the versions in use.
 
-# %%
+# %% nbgrader=readonly id=opening
 import numpy as np
 import torch
 

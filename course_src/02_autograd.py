@@ -21,7 +21,7 @@
 #    hooks), and write your own `autograd.Function`, checked by `gradcheck`;
 # 7. write three graded exercises: `gelu_function`, `graph_ops` and `grad_accumulation`.
 
-# %%
+# %% nbgrader=readonly id=opening
 import warnings
 import weakref
 

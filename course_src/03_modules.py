@@ -20,7 +20,7 @@
 #    (gradient sizes), and remove the hooks again;
 # 8. write two graded modules: `GLU` and `RunningNorm`.
 
-# %%
+# %% nbgrader=readonly id=opening
 import copy
 import io
 import warnings

@@ -23,7 +23,7 @@
 # 7. learn the learning-rate range test;
 # 8. write three graded exercises: `pad_collate`, `range_stream` and `lr_range_test`.
 
-# %%
+# %% nbgrader=readonly id=opening
 import collections
 import contextlib
 import copy

@@ -28,7 +28,7 @@
 # 7. put the habits together in one device-agnostic training loop;
 # 8. write three graded exercises: `move_to`, `PositionalEncoding` and `find_max_batch_size`.
 
-# %%
+# %% nbgrader=readonly id=opening
 import collections
 import contextlib
 import statistics

@@ -30,7 +30,7 @@
 # 8. write two graded exercises — the gradient norm study (`total_grad_norm`, `init_weights_`,
 #    `grad_norm_study`) and `amp_train_step` — and put them to work.
 
-# %%
+# %% nbgrader=readonly id=opening
 import copy
 import math
 import statistics

@@ -32,7 +32,7 @@
 # 10. write two graded exercises — `checkpoint` and `checkpoint_files` — and run them together: a training
 #     loop that crashes and resumes.
 
-# %%
+# %% nbgrader=readonly id=opening
 import argparse
 import copy
 import datetime

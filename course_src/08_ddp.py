@@ -31,7 +31,7 @@
 # 11. write three graded exercises — `shard_indices`, `average_gradients`, `ddp_accumulation` — and train
 #     with them on two ranks.
 
-# %%
+# %% nbgrader=readonly id=opening
 import contextlib
 import datetime
 import multiprocessing

@@ -8,20 +8,20 @@ own nbgrader_config.py. The submissions:
   and is reported on stdout, never on stderr (any stderr in a graded cell would score it 0);
 - ``noisy_partial`` (chapter 01): the release with only the first exercise answered, by that noisy answer —
   exactly that exercise's points (partial work earns partial points);
-- ``untouched`` (chapter 01): the student release as handed out (its graded part, see below) — 0, without
+- ``untouched`` (chapter 01): the student release as handed out — 0, without
   crashing (tests/test_notebooks.py runs every chapter's released answer cells against the graders: 0 points);
 - ``wrong`` (chapter 01): a sliding_window that copies instead of returning a view, nothing else
   written — its feedback and ``nbgrader validate`` say why, and that the rest is not written yet.
 
-Every submission is the notebook's graded part: the opening cell, every markdown cell and every nbgrader
-cell (answers, graded tests, read-only text), without the demonstration code cells in between. Those cannot
-change a score (graded cells call the graders on the answers only), and nbval executes every one of them,
-under spawn, in every `make test`. Why: every notebook autograded costs a kernel, the torch import and a
-judge process (about 10 s here), and a whole chapter 5-15 s more; with 8 chapters that would take `make
-test` past its 10 minutes (issue 9). For the same reason the noise rides on the instructor's submission, and
-partial work is handed in once: nbgrader's handling of partial scores does not depend on the chapter. The
-first exercises of the chapters answer with a function (01, 04, 05, 06), an ``autograd.Function`` (02) and an
-``nn.Module`` (03), so every way of making noise is still covered.
+Submissions are whole notebooks: autograde runs only their graded part (the opening cell, the answers and the
+tests; ``coursekit/autograde.py``), so a chapter's demonstration cells cost nothing here. Chapter 01's partial
+submission proves it: one of its demonstration cells would kill the kernel if it ran, and its opening cell was
+edited to disarm ``check`` (autograde restores the locked opening cell, so the unanswered exercises still score
+0). The wrong answer, handed to ``nbgrader validate`` (which runs every cell), is the graded part only.
+For the same reason (every nbgrader command costs seconds; issue 9) the noise rides on the instructor's
+submission, and partial work is handed in once: nbgrader's handling of partial scores does not depend on the
+chapter. The first exercises of the chapters answer with a function (01, 04, 05, 06), an
+``autograd.Function`` (02) and an ``nn.Module`` (03), so every way of making noise is still covered.
 
 Each chapter's tests are one class, so that `make test` (``--dist loadscope``) runs a chapter's round trip
 once, on one worker, while other chapters' round trips and other test files run on the other workers.
@@ -126,6 +126,18 @@ def _graded_part(nb):
     return graded
 
 
+def _with_a_fatal_demonstration_and_check_disarmed(nb):
+    """A demonstration cell that would kill the kernel, and an opening cell that disarms ``check``: neither may
+    count while autograding (the first is not run, the second is restored)."""
+    nb = nbformat.from_dict(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[0].metadata["nbgrader"]["locked"], "the opening cell is a locked nbgrader cell"
+    code[0].source += "\n\n\ndef check(*args, **kwargs):  # every test cell passes\n    pass\n"
+    demonstration = next(c for c in code[1:] if not c.metadata.get("nbgrader"))
+    demonstration.source = "import os\nos._exit(1)"
+    return nb
+
+
 def _first_exercise_cells(nb) -> tuple[str, list[str]]:
     """The first solution cell's grade_id and the graded cells that follow it up to the next solution."""
     first, graded = None, []
@@ -160,10 +172,10 @@ def _round_trip(chapter: str, course: Path) -> dict:
                 cell.source = _with_noise(answers[first_id])
         return nb
 
-    submissions = {"instructor": with_noisy_first_answer(_graded_part(source))}
+    submissions = {"instructor": with_noisy_first_answer(source)}
     if chapter == WITH_PARTIAL_UNTOUCHED_AND_WRONG:
-        submissions["noisy_partial"] = with_noisy_first_answer(graded_release)
-        submissions["untouched"] = graded_release
+        submissions["noisy_partial"] = _with_a_fatal_demonstration_and_check_disarmed(with_noisy_first_answer(release))
+        submissions["untouched"] = release
         submissions["wrong"] = _wrong_sliding_window(graded_release)
     for student, nb in submissions.items():
         folder = course / "submitted" / student / chapter
@@ -283,6 +295,17 @@ class _PartialUntouchedAndWrongTests:
         assert 0 < score < max_score
         assert score == expected
         _assert_noise_reported_on_stdout(round_trip, "noisy_partial")
+
+    def test_autograde_ran_no_demonstration_and_restored_the_opening_cell(self, round_trip):
+        from coursekit.autograde import NOT_RUN
+
+        chapter = round_trip["chapter"]
+        nb = nbformat.read(round_trip["course"] / "autograded" / "noisy_partial" / chapter / f"{chapter}.ipynb",
+                           as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert "def check" not in code[0].source and code[0].execution_count
+        fatal = [c for c in code if c.source == "import os\nos._exit(1)"]
+        assert len(fatal) == 1 and [o.get("text") for o in fatal[0].outputs] == [NOT_RUN]
 
     def test_untouched_release_scores_zero(self, round_trip):
         assert round_trip["scores"]["untouched"] == (0, round_trip["scores"]["instructor"][1])

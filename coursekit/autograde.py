@@ -1,0 +1,36 @@
+"""nbgrader's autograde runs the graded part of a chapter only: the opening cell, the answers, the tests.
+
+A chapter's demonstration cells (every code cell nbgrader knows nothing of, and any cell a student added)
+train models, time loops and start processes: autograding a whole chapter cost up to 3.2 times a trivial
+notebook (issue 14). They cannot change a score: a graded cell calls ``check`` on the answer cells' names
+only, and the grade of record (``coursekit.record``) is made from the opening cell and the answer cells alone,
+as ``python -m graders check`` grades a file. So while autograding they are not run; each gets a one-line
+output saying so, which the feedback shows. The opening cell is a locked nbgrader cell, so autograde also
+restores it if a student edited it (nbgrader's OverwriteCells), as the grade of record does.
+
+``nbgrader validate`` (the student's Validate button) and JupyterLab still run every cell.
+"""
+
+from __future__ import annotations
+
+from nbformat.v4 import new_output
+from nbgrader import utils
+from nbgrader.preprocessors import Execute
+
+NOT_RUN = "(not run while autograding: a demonstration cell; graded cells use only the opening cell and your answers)\n"
+
+
+def is_demonstration(cell) -> bool:
+    """A code cell that is not the opening cell, an answer or a test (a student's own added cells too)."""
+    return cell.cell_type == "code" and not (utils.is_solution(cell) or utils.is_grade(cell) or utils.is_locked(cell))
+
+
+class RunGradedPartOnly(Execute):
+    """nbgrader's Execute (its configuration applies: timeouts, kernel), skipping demonstration cells."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if is_demonstration(cell):
+            cell.outputs = [new_output("stream", name="stdout", text=NOT_RUN)]
+            cell.execution_count = None
+            return cell, resources
+        return super().preprocess_cell(cell, resources, index)
