@@ -306,6 +306,10 @@ print("after writing 2.9 into an int64 tensor:", n.tolist())
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check sliding_window my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=contiguous_strides_task
 # ## Exercise 1 · `contiguous_strides` (6 points)

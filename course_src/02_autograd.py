@@ -793,6 +793,10 @@ plot_curves(errors, xlabel="ε (finite-difference step)", ylabel="|error| of the
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check graph_ops my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=gelu_function_task
 # ## Exercise 1 · `gelu_function` (8 points)

@@ -783,6 +783,10 @@ plot_curves(gradient_curves, xlabel="Linear layer (0 = first)", ylabel="gradient
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check glu my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=glu_task
 # ## Exercise 1 · `glu` (8 points)

@@ -1119,6 +1119,10 @@ print(f"after load_state_dict(deepcopy(state_dict()) taken before): {batch_loss(
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check pad_collate my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=pad_collate_task
 # ## Exercise 1 · `pad_collate` (8 points)

@@ -1311,6 +1311,10 @@ plot_curves({"training": [h[0] for h in history], "validation": [h[1] for h in h
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check move_to my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=move_to_task
 # ## Exercise 1 · `move_to` (8 points)

@@ -819,6 +819,10 @@ plot_curves({"norm before clipping": log["before"], "norm after clipping": log["
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check gradient_norm_study my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=gradient_norm_study_task
 # ## Exercise 1 · `gradient_norm_study` (14 points)

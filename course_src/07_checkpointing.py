@@ -932,6 +932,10 @@ for name, state in (("compiled", compiled_state), ("DDP", ddp_state)):
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
 # `python -m graders check checkpoint my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=checkpoint_task
 # ## Exercise 1 · `checkpoint` (12 points)

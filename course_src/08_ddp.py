@@ -989,6 +989,10 @@ print("the checkpoint rank 0 wrote loads into a plain model:",
 # the CPU (NCCL only on a machine with a GPU for every rank) — with short timeouts, so a collective that never
 # completes fails in seconds. You can also check a file from a terminal:
 # `python -m graders check shard_indices my_answer.py`.
+#
+# When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
+# without the demonstrations in between: put everything your answer needs, helpers included, in its
+# answer cell.
 
 # %% [markdown] nbgrader=readonly id=shard_indices_task
 # ## Exercise 1 · `shard_indices` (7 points)
