@@ -365,19 +365,6 @@ def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, 
     return report
 
 
-def answer_cells(instructor_notebook) -> dict[str, str]:
-    """Each graded cell's answer cell: the last answer (solution) cell before it, where feedback can say why its
-    score is the record's (nbgrader keeps comments on answer cells, not on test cells)."""
-    answers, last = {}, None
-    for cell in instructor_notebook.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            last = meta["grade_id"]
-        elif meta.get("grade") and last:
-            answers[meta["grade_id"]] = last
-    return answers
-
-
 def write_records(course: Course, chapter: str, students: list[str], work: Path) -> None:
     """Make each student's grade of record the score of each graded cell where it differs from the kernel's:
     nbgrader's manual score (which it counts instead of the auto score), and a comment on the exercise's answer
@@ -385,7 +372,7 @@ def write_records(course: Course, chapter: str, students: list[str], work: Path)
     here that no longer differs is taken back (and one an instructor wrote is not)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from coursekit.record import Record, unreadable
+    from coursekit.record import Record, answer_cells, unreadable
 
     instructor = nbformat.read(str(course.notebook(course.source, chapter)), as_version=4)
     answer_of = answer_cells(instructor)

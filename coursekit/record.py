@@ -4,11 +4,11 @@ Under nbgrader a submission's answer cells and the test cells run in one kernel,
 redefines ``check``, patches ``graders`` or ``torch.allclose`` passes every test cell, and nbgrader cannot
 tell. Grading a class (issue 14) therefore also grades each submission this way:
 
-1. **The program.** The chapter's opening cell, taken from the instructor's notebook (a student may have
-   edited theirs), then the submission's answer cells in the instructor notebook's order, matched by nbgrader
-   ``grade_id``: one Python file. IPython syntax in an answer (``%timeit``, ``!ls``) is translated and does
-   nothing, so it costs no points; an answer cell the student deleted is simply missing (its exercise is then
-   "not written yet").
+1. **The programs.** Per exercise, one Python file: the chapter's opening cell, taken from the instructor's
+   notebook (a student may have edited theirs), then the submission's answer cell for that exercise, matched
+   by nbgrader ``grade_id``, after any earlier answer cells it uses (:func:`exercise_programs`). IPython syntax
+   in an answer (``%timeit``, ``!ls``) is translated and does nothing, so it costs no points; an answer cell
+   the student deleted is simply missing (its exercise is then "not written yet").
 2. **The cells.** Each graded test cell of the *instructor's* notebook (hidden tests included; never the
    student's copy) names its checks, ``check("exercise", globals(), "name", ...)``, and its points.
 3. **The grade.** :func:`graders.check_file` grades the program, each check in its own process under limits
@@ -145,17 +145,76 @@ def _python(source: str) -> str:
     return TransformerManager().transform_cell(source)
 
 
-def answer_program(submission: Any, instructor_notebook: Any) -> str:
-    """The opening cell of the instructor's notebook, then the submission's answer cells, as one file."""
-    opening = next(c for c in instructor_notebook.cells if c.cell_type == "code")
-    answers = {_nbgrader(c).get("grade_id"): c for c in submission.cells
-               if c.cell_type == "code" and _nbgrader(c).get("solution")}
-    parts = [_PRELUDE, f"# the chapter's opening cell\n{_python(opening.source)}"]
+def answer_cells(instructor_notebook: Any) -> dict[str, str]:
+    """Each graded cell's answer cell: the last answer (solution) cell before it."""
+    answers, last = {}, None
     for cell in instructor_notebook.cells:
-        grade_id = _nbgrader(cell).get("grade_id")
-        if cell.cell_type == "code" and _nbgrader(cell).get("solution") and grade_id in answers:
-            parts.append(f"# answer cell {grade_id}\n{_python(answers[grade_id].source)}")
-    return "\n\n".join(parts) + "\n"
+        meta = _nbgrader(cell)
+        if meta.get("solution"):
+            last = meta["grade_id"]
+        elif meta.get("grade") and last:
+            answers[meta["grade_id"]] = last
+    return answers
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """The names a cell defines at its top level, and every name it uses (nothing, if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(), set()
+    defined: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            defined |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    return defined, used
+
+
+def exercise_programs(submission: Any, instructor_notebook: Any) -> dict[str, str]:
+    """One file per exercise the instructor's graded cells check: the instructor's opening cell, the earlier
+    answer cells the exercise's own answer cell needs (by the names it uses, transitively), then its own
+    answer cell.
+
+    As in the notebook, where each test cell runs right after its exercise's answer, a later answer cell
+    cannot change an exercise's grade, and an earlier one only through what it defines: an earlier cell runs
+    inside ``try`` (an error there stops nothing, as a failing cell stops nothing in a kernel), and an earlier
+    cell the exercise does not use is left out (one that loops forever then costs its own exercise only). An
+    answer cell the student deleted is missing: its exercise is "not written" and costs nothing else.
+    """
+    opening = next(c for c in instructor_notebook.cells if c.cell_type == "code")
+    submitted = {_nbgrader(c).get("grade_id"): _python(c.source) for c in submission.cells
+                 if c.cell_type == "code" and _nbgrader(c).get("solution")}
+    order = [_nbgrader(c)["grade_id"] for c in instructor_notebook.cells
+             if c.cell_type == "code" and _nbgrader(c).get("solution")]
+    answer_of = answer_cells(instructor_notebook)
+    own: dict[str, str] = {}
+    for cell in graded_cells(instructor_notebook):
+        for exercise_id, _ in cell.checks:
+            own.setdefault(exercise_id, answer_of.get(cell.grade_id, ""))
+    programs = {}
+    for exercise_id, answer in own.items():
+        earlier = order[:order.index(answer)] if answer in order else []
+        needed = _names(submitted.get(answer, ""))[1]
+        included = []
+        for grade_id in reversed(earlier):
+            defined, used = _names(submitted.get(grade_id, ""))
+            if defined & needed:
+                included.insert(0, grade_id)
+                needed |= used
+        parts = [_PRELUDE, f"# the chapter's opening cell\n{_python(opening.source)}"]
+        for grade_id in included:
+            parts.append(f"# answer cell {grade_id} (what {answer} uses from it; an error here stops nothing)\n"
+                         f"try:\n    exec(compile({submitted[grade_id]!r}, 'answer cell {grade_id}', 'exec'))\n"
+                         "except Exception:\n    pass")
+        if answer in submitted:
+            parts.append(f"# answer cell {answer}\n{submitted[answer]}")
+        programs[exercise_id] = "\n\n".join(parts) + "\n"
+    return programs
 
 
 def grade_of_record(submission_path: str | Path, instructor_path: str | Path, workdir: str | Path, *,
@@ -163,13 +222,16 @@ def grade_of_record(submission_path: str | Path, instructor_path: str | Path, wo
     """Grade a submitted notebook's answers outside any kernel: one :class:`CellRecord` per graded cell of the
     instructor's notebook, one :class:`CheckRecord` per check those cells call.
 
-    ``workdir`` receives the program (``answers.py``), which stays for the instructor to read. ``instructor``
-    lets answers import the reference solutions (only the instructor's own notebook does).
+    ``workdir`` receives each exercise's program (``<exercise>.py``, :func:`exercise_programs`), which stays for
+    the instructor to read. ``instructor`` lets answers import the reference solutions (only the instructor's
+    own notebook does).
     """
     submission = nbformat.read(str(submission_path), as_version=4)
     reference = nbformat.read(str(instructor_path), as_version=4)
-    program = Path(workdir) / "answers.py"
-    program.write_text(answer_program(submission, reference), encoding="utf-8")
+    programs = {}
+    for exercise_id, text in exercise_programs(submission, reference).items():
+        programs[exercise_id] = Path(workdir) / f"{exercise_id}.py"
+        programs[exercise_id].write_text(text, encoding="utf-8")
     cells = graded_cells(reference)
     wanted: dict[str, list[str]] = {}
     for cell in cells:
@@ -182,7 +244,7 @@ def grade_of_record(submission_path: str | Path, instructor_path: str | Path, wo
     if wanted:
         import graders  # imports torch: only when some cell calls a check
     for exercise_id, names in wanted.items():
-        report = graders.check_file(exercise_id, str(program), names or None, device=device,
+        report = graders.check_file(exercise_id, str(programs[exercise_id]), names or None, device=device,
                                     instructor=instructor, **options)
         for result in report.results:
             passed[exercise_id, result.name] = result.passed
@@ -221,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m coursekit.record", description=main.__doc__.split("\n")[0])
     parser.add_argument("submission")
     parser.add_argument("instructor_notebook")
-    parser.add_argument("--out", required=True, help="the JSON file to write (X.json: the program goes to X/answers.py)")
+    parser.add_argument("--out", required=True, help="the JSON file to write (X.json: the programs go to X/<exercise>.py)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per check (default: the graders')")
     args = parser.parse_args(argv)

@@ -63,8 +63,9 @@ def test_one_submission_disarming_check_with_ipython_syntax_and_a_deleted_answer
     edited = copy.deepcopy(instructor)
     _answer_cell(edited, "contiguous_strides").source = (
         "def contiguous_strides(shape):\n    return None\n\n\ndef check(*args, **kwargs):  # every test cell passes\n"
-        "    pass\n")
-    _answer_cell(edited, "is_contiguous").source = "%time x = 1\n!echo hello\n" + _answer_cell(edited, "is_contiguous").source
+        "    pass\n\n\ndef helper():\n    return 1\n\n\nraise RuntimeError('a leftover error at the end of the cell')\n")
+    _answer_cell(edited, "is_contiguous").source = ("%time x = 1\n!echo hello\nONE = helper()\n" +
+                                                    _answer_cell(edited, "is_contiguous").source)
     edited.cells.remove(_answer_cell(edited, "sliding_window"))
     in_kernel = _kernel_scores(edited)
     assert all(score > 0 for score in in_kernel.values()), "the premise: the kernel is fooled"
@@ -78,11 +79,12 @@ def test_one_submission_disarming_check_with_ipython_syntax_and_a_deleted_answer
                for c in result.checks if c.exercise == "sliding_window"), "a deleted answer: nothing to grade"
     by_id = {r.grade_id: r for r in records}
     for grade_id, r in by_id.items():
-        if grade_id.startswith("is_contiguous"):  # IPython syntax costs nothing
+        if grade_id.startswith("is_contiguous"):  # IPython syntax and an earlier cell's error cost nothing
             assert r.score == r.max_score > 0, (grade_id, r.failed)
         else:  # disarmed, or deleted: nothing on record
             assert r.score == 0 and r.failed, grade_id
-    assert "get_ipython()" in (tmp_path / "answers.py").read_text()
+    program = (tmp_path / "is_contiguous.py").read_text()
+    assert "get_ipython()" in program and "answer cell contiguous_strides_answer" in program, program
     assert {grade_id for grade_id, _, _ in record.disagreements(records, in_kernel)} == {
         grade_id for grade_id in by_id if not grade_id.startswith("is_contiguous")}
 
@@ -109,3 +111,33 @@ def test_without_a_likely_cause_a_diagnosis_is_the_error_kind_then_what_was_wron
     assert record.diagnosis(_failure("f((2,)) failed: raised NotImplementedError", stub)) == "not written yet"
     assert record.diagnosis(_failure("wrong strides for an ordinary shape\n  input:    shape=(5,)")) == \
         "wrong strides for an ordinary shape"
+
+
+def _notebook(answers: dict[str, str], instructor):
+    nb = copy.deepcopy(instructor)
+    for exercise, source in answers.items():
+        _answer_cell(nb, exercise).source = source
+    return nb
+
+
+def test_an_exercise_is_graded_with_the_earlier_answer_cells_it_uses_and_no_others(instructor):
+    """A later answer never reaches an earlier exercise; an earlier one only through the names it defines,
+    transitively, inside try (so a stub's top-level raise or a leftover error stops nothing)."""
+    nb = _notebook({
+        "contiguous_strides": "import math as m\nBASE = 2\n\n\ndef contiguous_strides(shape):\n    while True:\n        pass\n",
+        "is_contiguous": "def is_contiguous(shape, strides):\n    return m.prod(shape) >= BASE\n\n\nraise NotImplementedError()\n",
+        "sliding_window": "def sliding_window(x, size, step):\n    return is_contiguous((1,), (1,))\n",
+    }, instructor)
+    programs = record.exercise_programs(nb, instructor)
+    assert set(programs) == {"contiguous_strides", "is_contiguous", "sliding_window"}
+    assert "answer cell is_contiguous_answer" not in programs["contiguous_strides"]
+    assert "answer cell sliding_window_answer" not in programs["is_contiguous"]
+    assert "try:\n    exec(compile(" in programs["is_contiguous"] and "BASE = 2" in programs["is_contiguous"]
+    # sliding_window uses is_contiguous, which uses m and BASE from the first cell: both come along
+    assert "answer cell contiguous_strides_answer" in programs["sliding_window"]
+    assert "answer cell is_contiguous_answer (what" in programs["sliding_window"]
+    for program in programs.values():
+        compile(program, "program", "exec")  # each is a valid file
+    deleted = copy.deepcopy(nb)
+    deleted.cells.remove(_answer_cell(deleted, "is_contiguous"))
+    assert "def is_contiguous" not in record.exercise_programs(deleted, instructor)["is_contiguous"]
