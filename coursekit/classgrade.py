@@ -36,12 +36,14 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import queue
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -136,26 +138,21 @@ def _limits(memory_mb: int | None):
     return apply
 
 
-def _run(command: list[str], *, cwd: Path, env: dict[str, str], log: Path, timeout: float | None = None,
-         memory_mb: int | None = None) -> int | None:
-    """Run a command in a process group of its own; its return code, or None when it ran out of time (then the
-    whole group, kernel included, is killed)."""
+def _run(command: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> int:
+    """Run a command (the merge's nbgrader) to its end, its output to ``log``; its return code."""
     # nbgrader runs `alembic` by name: from this environment, even when it is not activated.
     env = {**env, "PATH": os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])}
     with open(log, "ab") as out:
         process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True, preexec_fn=_limits(memory_mb))
+                                   start_new_session=True)
         try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            return None
+            return process.wait()
         except BaseException:  # Ctrl-C: leave nothing running
             _kill_group(process)
             raise
 
 
-def _nbgrader(*args: str, **options) -> int | None:
+def _nbgrader(*args: str, **options) -> int:
     return _run([sys.executable, "-m", "nbgrader", *args], **options)
 
 
@@ -170,37 +167,92 @@ def _kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-@dataclasses.dataclass
 class _Worker:
-    folder: Path  # its gradebook, autograded folder and logs
-    sockets: Path  # its kernels' IPC sockets: a short path (a socket path may not exceed about 100 bytes)
+    """A long-lived grading process (:mod:`coursekit.gradeworker`) with its own gradebook, autograded folder and
+    kernel sockets, started again after it was stopped at a time limit or died."""
+
+    def __init__(self, course: Course, chapter: str, folder: Path, out: Path, *, memory_mb: int | None,
+                 device: str | None) -> None:
+        self.course, self.chapter, self.folder, self.out = course, chapter, folder, out
+        self.memory_mb, self.device = memory_mb, device
+        # IPC socket paths must stay short (about 100 bytes at most): a short temporary folder.
+        self.sockets = Path(tempfile.mkdtemp(prefix="cg"))
+        self.process: subprocess.Popen | None = None
+        self.replies: queue.Queue = queue.Queue()
+
+    def _start(self) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               # nbgrader runs `alembic` by name: from this environment, even when it is not activated.
+               "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+        with open(self.folder / "worker.log", "ab") as log:
+            self.process = subprocess.Popen(self.command(), cwd=self.folder, env=env, stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
+                                            preexec_fn=_limits(self.memory_mb))
+        self.replies = queue.Queue()
+        threading.Thread(target=self._read, args=(self.process.stdout, self.replies), daemon=True).start()
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "coursekit.gradeworker", self.chapter, "--root", str(self.course.root),
+                "--folder", str(self.folder), "--out", str(self.out), "--sockets", str(self.sockets),
+                *(["--device", self.device] if self.device else [])]
+
+    @staticmethod
+    def _read(stream, replies: queue.Queue) -> None:
+        for line in stream:
+            replies.put(json.loads(line))
+        replies.put(None)  # the worker ended
+
+    def ask(self, student: str, *, autograde: bool, timeout: float) -> dict | None:
+        """The worker's reply for ``student``; None when it did not come in time (the worker is then stopped)
+        or the worker died (then the reply says so)."""
+        if self.process is None:
+            self._start()
+        try:
+            self.process.stdin.write(json.dumps({"student": student, "autograde": autograde}) + "\n")
+            self.process.stdin.flush()
+            reply = self.replies.get(timeout=timeout)
+        except queue.Empty:
+            self.stop()
+            return None
+        except BrokenPipeError:
+            reply = None
+        if reply is None:
+            self.stop()
+            return {"student": student, "success": False, "record_error": "the grading worker died",
+                    "log": "the grading worker died (see worker.log)"}
+        return reply
+
+    def stop(self) -> None:
+        if self.process is not None:
+            _kill_group(self.process)
+            self.process = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.sockets, ignore_errors=True)
 
 
-def _grade_one(course: Course, chapter: str, student: str, worker: _Worker, out: Path, *, timeout: float,
-               memory_mb: int | None, device: str | None) -> Outcome:
-    """Autograde one submission on a worker (its own gradebook, autograded folder and kernel sockets), then make
-    its grade of record; the executed notebook and the record go to ``out``."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    log = worker.folder / f"{student}.log"
+def _grade_one(course: Course, chapter: str, student: str, worker: _Worker, out: Path, *, timeout: float) -> Outcome:
+    """Autograde one submission on a worker, then make its grade of record; the executed notebook goes to
+    ``out/executed``, the record to ``out/records``."""
     start = time.monotonic()
-    code = _nbgrader("autograde", chapter, "--student", student, "--force",
-                     f"--CourseDirectory.root={course.root}",
-                     f"--CourseDirectory.db_url=sqlite:///{worker.folder / 'gradebook.db'}",
-                     f"--CourseDirectory.autograded_directory={worker.folder / 'autograded'}",
-                     "--KernelManager.transport=ipc", f"--KernelManager.ip={worker.sockets / 'kernel'}",
-                     cwd=course.root, env=env, log=log, timeout=timeout, memory_mb=memory_mb)
+    reply = worker.ask(student, autograde=True, timeout=timeout)
     seconds = time.monotonic() - start
     executed = worker.folder / "autograded" / student / chapter / f"{chapter}.ipynb"
-    text = log.read_text(errors="replace") if log.exists() else ""
-    if code == 0 and executed.exists():
-        outcome = Outcome(student, "graded", seconds)
-    elif code is None:
+    text = (reply or {}).get("log", "")
+    if reply is None:
         outcome = Outcome(student, "timed out", seconds, f"still running after {timeout:g} s; stopped")
+        # the grade of record, which the stopped run never reached, on a fresh worker
+        reply = worker.ask(student, autograde=False, timeout=timeout) or {"record_error": "timed out"}
+    elif reply["success"] and executed.exists():
+        outcome = Outcome(student, "graded", seconds)
     elif "DeadKernelError" in text or "Kernel died" in text:
         outcome = Outcome(student, "kernel died", seconds, "the notebook's kernel died (os._exit, a crash, or memory)")
     else:
-        errors = [line for line in text.splitlines() if "ERROR" in line]
-        outcome = Outcome(student, "failed", seconds, errors[0][:300] if errors else f"nbgrader exited with {code}")
+        errors = [line for line in text.splitlines() if "ERROR" in line or "Error" in line]
+        outcome = Outcome(student, "failed", seconds, errors[0][:300] if errors else "nbgrader could not grade it")
+    if reply.get("record_error"):
+        outcome.record = reply["record_error"].strip().splitlines()[-1][:300]
 
     target = course.notebook(out / "executed", chapter, student)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -212,15 +264,6 @@ def _grade_one(course: Course, chapter: str, student: str, worker: _Worker, out:
     else:
         nbformat.write(_zero_notebook(submitted, course.notebook(course.release, chapter),
                                       f"not graded: {outcome.detail}"), str(target))
-
-    record = out / "records" / f"{student}.json"
-    record.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "coursekit.record", str(submitted), str(course.notebook(course.source, chapter)),
-               "--out", str(record), *(["--device", device] if device else [])]
-    code = _run(command, cwd=worker.folder, env=env, log=worker.folder / f"{student}.record.log", timeout=timeout)
-    if code != 0 or not record.exists():
-        outcome.record = "timed out" if code is None else f"exited with {code}; see {worker.folder.name}/{student}.record.log"
-        record.unlink(missing_ok=True)
     outcome.seconds = time.monotonic() - start
     return outcome
 
@@ -275,8 +318,8 @@ def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int =
     out = shard_folder(course, chapter, shard, shards)
     shutil.rmtree(out, ignore_errors=True)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(names) or 1))
-    # IPC socket paths must stay short (about 100 bytes at most), so they live in a short temporary folder.
-    workers = [_Worker(out / f"worker{k}", Path(tempfile.mkdtemp(prefix="cg"))) for k in range(jobs)]
+    workers = [_Worker(course, chapter, out / f"worker{k}", out, memory_mb=memory_mb, device=device)
+               for k in range(jobs)]
     outcomes: dict[str, Outcome] = {}
     try:
         for worker in workers:
@@ -285,12 +328,11 @@ def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int =
         free = list(range(jobs))
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
             pending: dict[concurrent.futures.Future, int] = {}
-            queue = list(names)
-            while queue or pending:
-                while queue and free:
-                    k, student = free.pop(), queue.pop(0)
-                    pending[pool.submit(_grade_one, course, chapter, student, workers[k], out, timeout=timeout,
-                                        memory_mb=memory_mb, device=device)] = k
+            queue_ = list(names)
+            while queue_ or pending:
+                while queue_ and free:
+                    k, student = free.pop(), queue_.pop(0)
+                    pending[pool.submit(_grade_one, course, chapter, student, workers[k], out, timeout=timeout)] = k
                 done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     free.append(pending.pop(future))
@@ -303,7 +345,7 @@ def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int =
                              f"{_eta(list(outcomes.values()), len(names), jobs)}")
     finally:
         for worker in workers:
-            shutil.rmtree(worker.sockets, ignore_errors=True)
+            worker.close()
     (out / "shard.json").write_text(json.dumps({
         "chapter": chapter, "shard": shard, "shards": shards,
         "outcomes": [dataclasses.asdict(outcomes[s]) for s in names]}, indent=1))

@@ -188,30 +188,66 @@ def test_a_submission_that_is_not_a_notebook_becomes_the_release_failed_on_every
     assert outputs["ans"] == [] and outputs[None] == []
 
 
+class _FakeWorker(classgrade._Worker):
+    """A grading worker that runs ``program`` instead of grading: the time and memory limits under test."""
+
+    def __init__(self, folder, program, **options):
+        folder.mkdir(exist_ok=True)
+        super().__init__(None, "a1", folder, folder, device=None, **options)
+        self.program = program
+
+    def command(self):
+        return [sys.executable, "-c", self.program]
+
+
 def test_past_its_time_limit_a_submission_is_stopped_with_everything_it_started(tmp_path):
-    """The per-submission limit (the e2e test above would pay it in full): the whole process group goes."""
+    """The per-submission limit (the e2e test above would pay it in full): the whole process group goes, and
+    the next request gets a fresh worker."""
     started = tmp_path / "child.pid"
-    program = ("import subprocess, sys, time\n"
-               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-               f"open({str(started)!r}, 'w').write(str(child.pid))\n"
-               "while True:\n    time.sleep(0.1)\n")
-    began = time.monotonic()
-    code = classgrade._run([sys.executable, "-c", program], cwd=tmp_path, env=dict(os.environ),
-                           log=tmp_path / "log", timeout=3)
-    assert code is None and time.monotonic() - began < 10
-    child = int(started.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child), "the submission's own child process outlived the limit"
+    program = ("import json, subprocess, sys, time\n"
+               "for line in sys.stdin:\n"
+               "    if json.loads(line)['student'] == 'loops':\n"
+               "        child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+               f"        open({str(started)!r}, 'w').write(str(child.pid))\n"
+               "        while True:\n            time.sleep(0.1)\n"
+               "    print(json.dumps({'student': 'quick', 'success': True}), flush=True)\n")
+    worker = _FakeWorker(tmp_path / "w", program, memory_mb=None)
+    try:
+        began = time.monotonic()
+        assert worker.ask("loops", autograde=True, timeout=3) is None and time.monotonic() - began < 10
+        child = int(started.read_text())
+        deadline = time.monotonic() + 5
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the submission's own child process outlived the limit"
+        assert worker.ask("quick", autograde=True, timeout=30) == {"student": "quick", "success": True}
+    finally:
+        worker.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux enforces RLIMIT_DATA")
 def test_past_its_memory_limit_a_grading_process_gets_memory_errors_not_the_machine(tmp_path):
-    program = "try:\n    b = bytearray(2 << 30)\nexcept MemoryError:\n    raise SystemExit(7)\n"
-    run = dict(cwd=tmp_path, env=dict(os.environ), log=tmp_path / "log", timeout=30)
-    assert classgrade._run([sys.executable, "-c", program], memory_mb=512, **run) == 7
-    assert classgrade._run([sys.executable, "-c", program], memory_mb=4096, **run) == 0  # the premise
+    program = ("import json, sys\nfor line in sys.stdin:\n    try:\n        b = bytearray(2 << 30)\n        ok = True\n"
+               "    except MemoryError:\n        ok = False\n"
+               "    print(json.dumps({'student': 'hog', 'success': ok}), flush=True)\n")
+    for memory_mb, allocated in ((512, False), (4096, True)):  # the second: the premise
+        worker = _FakeWorker(tmp_path / f"w{memory_mb}", program, memory_mb=memory_mb)
+        try:
+            assert worker.ask("hog", autograde=True, timeout=30)["success"] is allocated
+        finally:
+            worker.close()
+
+
+def test_a_worker_that_dies_is_said_to_have_died_and_the_next_request_starts_another(tmp_path):
+    program = ("import json, os, sys\nline = sys.stdin.readline()\n"
+               "if json.loads(line)['student'] == 'crash':\n    os._exit(3)\n")
+    worker = _FakeWorker(tmp_path / "w", program, memory_mb=None)
+    try:
+        reply = worker.ask("crash", autograde=True, timeout=30)
+        assert reply["success"] is False and "worker died" in reply["record_error"]
+        assert worker.process is None
+    finally:
+        worker.close()
 
 
 def _alive(pid: int) -> bool:

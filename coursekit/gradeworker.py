@@ -1,0 +1,116 @@
+"""One worker of ``make grade``: a long-lived process that autogrades submission after submission.
+
+Starting ``nbgrader autograde`` costs about 5 s before any work (Python, nbgrader, its database), and a grade of
+record about 2.5 s more (torch, the graders' forkserver). A serial ``nbgrader autograde`` of a whole class pays
+the first once; a worker that started a process per submission paid both every time, so on 2 cores it was no
+faster than serial (measured: 0.58x). A worker therefore starts once and then, for each student it is sent:
+
+1. autogrades the submission in-process through nbgrader's own API (``NbGraderAPI.autograde``, what the
+   formgrader calls), with the worker's private gradebook, autograded folder and IPC kernel sockets;
+2. makes its grade of record (:func:`coursekit.record.grade_of_record`), each check in a process of its own
+   from the forkserver this worker forked before doing anything else;
+3. replies with one JSON line.
+
+It reads one JSON request a line on stdin and writes one JSON reply a line on stdout, through copies of those
+descriptors that no child inherits: the kernels' stdin is /dev/null and their stdout the worker's log, so
+nothing a submission prints can pass for a reply. The parent owns the time limit: a submission that outlives
+it gets the worker's whole process group killed (kernel, checks and all), and a new worker goes on (with
+``"autograde": false``, only the grade of record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+
+def _config(root: Path, folder: Path, sockets: Path):
+    """The course's nbgrader configuration, with this worker's own gradebook, autograded folder and sockets."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    config.merge(Config({
+        "CourseDirectory": {"root": str(root), "db_url": f"sqlite:///{folder / 'gradebook.db'}",
+                            "autograded_directory": str(folder / "autograded")},
+        "KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")},
+    }))
+    return config
+
+
+def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, device: str | None, requests, replies) -> None:
+    import nbformat
+
+    from coursekit import record
+    from coursekit.classgrade import Course
+
+    course = Course.load(root)
+    instructor = course.notebook(course.source, chapter)
+    if any(cell.checks for cell in record.graded_cells(nbformat.read(str(instructor), as_version=4))):
+        from graders.isolation import warm_up
+
+        warm_up()  # first, while this process has computed nothing and runs no thread (graders.isolation)
+
+    from nbgrader.apps import NbGraderAPI
+
+    api = NbGraderAPI(config=_config(course.root, folder, sockets))
+    for line in requests:
+        request = json.loads(line)
+        student = request["student"]
+        reply: dict = {"student": student}
+        if request.get("autograde", True):
+            start = time.monotonic()
+            result = api.autograde(chapter, student, force=True, create=True)
+            text = result.get("log", "") + result.get("error", "")
+            (folder / f"{student}.log").write_text(text, encoding="utf-8")
+            reply.update(success=bool(result.get("success")), log=text[-8000:], autograde_s=time.monotonic() - start)
+        made = out / "records" / f"{student}.json"
+        made.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            submitted = course.notebook(course.submitted, chapter, student)
+            try:
+                nbformat.read(str(submitted), as_version=4)
+            except Exception as exc:  # noqa: BLE001 - not JSON, not a notebook: nothing of it can be graded
+                of_record = record.unreadable(instructor, f"not a notebook: {type(exc).__name__}")
+            else:
+                programs = made.with_suffix("")
+                programs.mkdir(exist_ok=True)
+                of_record = record.grade_of_record(submitted, instructor, programs, device=device)
+            made.write_text(json.dumps(of_record.as_json(), indent=1), encoding="utf-8")
+            reply["record_error"] = ""
+        except Exception:  # noqa: BLE001 - the record could not be made: said, and the worker goes on
+            made.unlink(missing_ok=True)
+            reply["record_error"] = traceback.format_exc(limit=3)[-2000:]
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m coursekit.gradeworker")
+    parser.add_argument("chapter")
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--folder", required=True, help="this worker's gradebook, autograded folder and logs")
+    parser.add_argument("--out", required=True, help="the shard's folder: records/<student>.json go there")
+    parser.add_argument("--sockets", required=True, help="a short folder for the kernels' IPC sockets")
+    parser.add_argument("--device", default=None)
+    args = parser.parse_args(argv)
+    # The protocol keeps private copies of stdin and stdout (os.dup makes them non-inheritable); what children
+    # inherit as 0 and 1 becomes /dev/null and the log (stderr).
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    with open(os.devnull, "rb") as null:
+        os.dup2(null.fileno(), 0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(Path(args.root), args.chapter, Path(args.folder), Path(args.out), Path(args.sockets), args.device,
+          requests, replies)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
