@@ -276,7 +276,7 @@ def disagreements(records: list[CellRecord], in_kernel: dict[str, float]) -> lis
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m coursekit.record SUBMISSION INSTRUCTOR_NOTEBOOK --out record.json``: the grade of record of
-    one submission, as JSON (``make grade`` runs this in a process of its own per submission)."""
+    one submission, as JSON, made by hand (``make grade`` makes it inside its workers: coursekit.gradeworker)."""
     import argparse
     import json
 

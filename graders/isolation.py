@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import io
 import linecache
@@ -123,16 +124,29 @@ def _pickle_answers(answers: dict[str, Any]) -> bytes:
     from torch.autograd.function import once_differentiable
 
     wrapper_code = once_differentiable(lambda ctx, *grads: None).__code__
+    dispatcher_code = functools.singledispatch(lambda x: None).__code__
 
     class AnswerPickler(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, types.FunctionType) and obj.__code__ is wrapper_code and hasattr(obj, "__wrapped__"):
                 return once_differentiable, (obj.__wrapped__,)
+            if isinstance(obj, types.FunctionType) and obj.__code__ is dispatcher_code and hasattr(obj, "registry"):
+                # functools.singledispatch keeps a weak-reference cache, which cannot be pickled: send "the
+                # default function, then these registrations" (registered after the dispatcher exists, since
+                # its handlers usually call it by name).
+                extra = {cls: f for cls, f in obj.registry.items() if cls is not object}
+                return functools.singledispatch, (obj.registry[object],), extra, None, None, _register_all
             return super().reducer_override(obj)
 
     buffer = io.BytesIO()
     AnswerPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(answers)
     return buffer.getvalue()
+
+
+def _register_all(dispatcher: Any, registrations: dict) -> None:
+    """Rebuilds a pickled ``functools.singledispatch`` function's registrations (see :func:`_pickle_answers`)."""
+    for cls, handler in registrations.items():
+        dispatcher.register(cls, handler)
 
 
 @dataclasses.dataclass(frozen=True)

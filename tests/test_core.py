@@ -265,3 +265,18 @@ def _kernel_leaves_nothing(temp, answer, ending):
     assert not left, f"the judge left {left} behind"
     if ending == "exits":
         assert not [p.name for p in temp.iterdir() if p.name.startswith("pymp-")]
+
+
+def test_a_singledispatch_answer_from_a_notebook_is_copied_with_its_registrations():
+    """functools.singledispatch keeps a weak-reference cache that pickle refuses; a notebook answer written
+    with it must still reach the grading process, its handlers calling it by name."""
+    import cloudpickle
+
+    from graders.isolation import _pickle_answers
+
+    namespace = {"__name__": "__main__"}
+    exec(compile("import functools\n\n@functools.singledispatch\ndef size(x):\n    return 1\n\n"
+                 "@size.register\ndef _(x: list):\n    return sum(size(v) for v in x)\n",
+                 "/tmp/ipykernel_1/1.py", "exec"), namespace)
+    copied = cloudpickle.loads(_pickle_answers({"size": namespace["size"]}))["size"]
+    assert copied([1, [2, 3], []]) == 3 and copied("a") == 1

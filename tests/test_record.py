@@ -141,3 +141,19 @@ def test_an_exercise_is_graded_with_the_earlier_answer_cells_it_uses_and_no_othe
     deleted = copy.deepcopy(nb)
     deleted.cells.remove(_answer_cell(deleted, "is_contiguous"))
     assert "def is_contiguous" not in record.exercise_programs(deleted, instructor)["is_contiguous"]
+
+
+def test_the_command_line_records_a_file_that_is_not_a_notebook_as_nothing_on_every_cell(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    garbage = tmp_path / "submission.ipynb"
+    garbage.write_text("{ not json")
+    out = tmp_path / "records" / "student.json"
+    done = subprocess.run([sys.executable, "-m", "coursekit.record", str(garbage), str(notebooks.notebook_path(CHAPTER)),
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = record.Record.from_json(json.loads(out.read_text()))
+    assert result.cells and all(c.score == 0 and "not a notebook" in c.failed[0] for c in result.cells)
+    assert result.checks and not any(c.passed for c in result.checks)

@@ -19,6 +19,13 @@ from tests.submissions import ROOT, assert_verdict, cases
 
 EXERCISES = graders.exercises()
 CHAPTER_MODULES = sorted({f"ch{e.chapter}" for e in EXERCISES})
+# Correct answers the notebook path still rejects (a grader defect, not the student's): found by the test
+# below, not fixed yet. The answer returns a namedtuple defined in the notebook from DataLoader workers, which
+# pickle it by reference to a `__main__` where the grading process has no such class.
+NOT_YET_FROM_A_NOTEBOOK = {
+    "pad_collate/correct_namedtuple_index_put": "a namedtuple class defined in a notebook cannot cross a "
+                                                "DataLoader worker's pickling (known grader defect)",
+}
 # Issue 8 asked for ten new plausible bugs per exercise on top of the first catalogue (5-34 each).
 MIN_BUGS = 20
 
@@ -33,6 +40,8 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("exercise", exercises, ids=lambda e: e.id)
     if "path" in metafunc.fixturenames:
         metafunc.parametrize("exercise_id, path", cases(chapter))
+    if "correct_path" in metafunc.fixturenames:
+        metafunc.parametrize("exercise_id, correct_path", cases(chapter, "correct_"))
 
 
 class _ChapterSubmissions:
@@ -48,6 +57,19 @@ class _ChapterSubmissions:
 
     def test_submission_verdict(self, exercise_id, path, device):
         assert_verdict(exercise_id, path, device)
+
+    @pytest.mark.full  # every correct fixture graded a second time: about 2 minutes of CPU
+    def test_a_correct_answer_also_passes_from_a_notebook_cell(self, exercise_id, correct_path, device, request):
+        """In a notebook the answer is copied to the grading process by value (cloudpickle), not imported from
+        a file: every way of writing it that passes from a file must pass from a cell too (a singledispatch
+        function once did not: its weak-reference cache cannot be pickled)."""
+        known = NOT_YET_FROM_A_NOTEBOOK.get(f"{correct_path.parent.name}/{correct_path.stem}")
+        if known:  # strict: the day it passes, this entry must go
+            request.applymarker(pytest.mark.xfail(strict=True, reason=known))
+        namespace = {"__name__": "__main__"}
+        exec(compile(correct_path.read_text(), "/tmp/ipykernel_1/1000.py", "exec"), namespace)  # as a kernel names a cell
+        report = graders.check_namespace(exercise_id, namespace, device=device)
+        assert report.passed and report.score == report.max_score, report.as_text()
 
     def test_catalogue_is_complete(self, exercise):
         """At least two differently written correct solutions and the required number of bugs."""
