@@ -131,6 +131,7 @@ def _classgrade(root, *args, wait=True):
 
 # nbgrader 0.9.6's add_submission warns under SQLAlchemy 2 ("not in session"); the rows are written all the
 # same, as the premise below checks.
+@pytest.mark.full  # about 35 s; make test keeps the workers' unit tests, CI runs this end to end
 @pytest.mark.filterwarnings("ignore:Object of type <Submitted")
 def test_two_shards_in_separate_processes_then_one_merge_survive_a_crash_memory_and_deleted_cells(tmp_path):
     _course(tmp_path)
