@@ -3,16 +3,17 @@
 ``python -m coursekit.classgrade CHAPTER [--jobs N] [--student ID ...]`` (``make grade CHAPTER=...``), run in
 the course root (where nbgrader_config.py is), after ``nbgrader generate_assignment CHAPTER``:
 
-1. **Workers.** Each submission in ``submitted/<student>/<CHAPTER>/`` is autograded by plain ``nbgrader
-   autograde`` on one of N workers (default: every core). A worker has a gradebook of its own (a SQLite copy
-   of the instructor's, whatever database that is) and an autograded folder of its own, so no two processes
-   ever write one database; its kernels talk over IPC sockets in a folder of its own, never over TCP ports
-   that two kernels could both pick; every kernel runs with one thread (``OMP_NUM_THREADS=1``) and at most
-   ``--memory-mb`` of data per process (Linux), and a submission gets ``--timeout`` seconds in all, after which
-   its whole process group is killed.
+1. **Workers.** N long-lived worker processes (default: every core; :mod:`coursekit.gradeworker`) take the
+   submissions in ``submitted/<student>/<CHAPTER>/`` one after another and autograde each through nbgrader's
+   own API. A worker has a gradebook of its own (a SQLite copy of the instructor's, whatever database that is)
+   and an autograded folder of its own, so no two processes ever write one database; its kernels talk over
+   IPC sockets in a folder of its own, never over TCP ports that two kernels could both pick; every kernel
+   runs with one thread (``OMP_NUM_THREADS=1``) and at most ``--memory-mb`` of data per process (Linux), and a
+   submission gets ``--timeout`` seconds, after which the worker's whole process group is killed and a fresh
+   worker goes on.
 2. **The grade of record.** The same worker then grades the submission's answer cells outside any kernel
-   (:mod:`coursekit.record`, in a process of its own): the score a cell gets there is the one that counts,
-   because an answer can fool the kernel it shares with the test cells.
+   (:mod:`coursekit.record`, each check in a process of its own): the score a cell gets there is the one that
+   counts, because an answer can fool the kernel it shares with the test cells.
 3. **Zero, never stale.** A submission whose kernel run failed (its kernel died: ``os._exit``, a segfault,
    memory; it ran out of time; nbgrader refused it) gets a notebook whose every graded cell shows the reason
    as an error: it scores 0 in the kernel, whatever an earlier run had recorded (nbgrader alone keeps the old
@@ -49,9 +50,9 @@ from pathlib import Path
 
 import nbformat
 
-DEFAULT_TIMEOUT_S = 600.0  # one submission, all of its cells (and again for its grade of record)
+DEFAULT_TIMEOUT_S = 600.0  # one submission: its kernel run and its grade of record
 DEFAULT_MEMORY_MB = 4096  # data of one process (a kernel importing torch uses about 800 MB)
-RECORD_MARK = "Grade of record"  # how a manual score written here is told from one an instructor wrote
+RECORD_MARK = "Grade of record"  # how a comment written here is told from one an instructor wrote
 
 
 @dataclasses.dataclass

@@ -70,18 +70,8 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
             (folder / f"{student}.log").write_text(text, encoding="utf-8")
             reply.update(success=bool(result.get("success")), log=text[-8000:], autograde_s=time.monotonic() - start)
         made = out / "records" / f"{student}.json"
-        made.parent.mkdir(parents=True, exist_ok=True)
         try:
-            submitted = course.notebook(course.submitted, chapter, student)
-            try:
-                nbformat.read(str(submitted), as_version=4)
-            except Exception as exc:  # noqa: BLE001 - not JSON, not a notebook: nothing of it can be graded
-                of_record = record.unreadable(instructor, f"not a notebook: {type(exc).__name__}")
-            else:
-                programs = made.with_suffix("")
-                programs.mkdir(exist_ok=True)
-                of_record = record.grade_of_record(submitted, instructor, programs, device=device)
-            made.write_text(json.dumps(of_record.as_json(), indent=1), encoding="utf-8")
+            record.write_record(course.notebook(course.submitted, chapter, student), instructor, made, device=device)
             reply["record_error"] = ""
         except Exception:  # noqa: BLE001 - the record could not be made: said, and the worker goes on
             made.unlink(missing_ok=True)

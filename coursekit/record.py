@@ -274,11 +274,29 @@ def disagreements(records: list[CellRecord], in_kernel: dict[str, float]) -> lis
             if in_kernel.get(r.grade_id) is None or abs(in_kernel[r.grade_id] - r.score) > 1e-9]
 
 
+def write_record(submission_path: str | Path, instructor_path: str | Path, out: Path, *, device: str | None = None,
+                 timeout: float | None = None) -> Record:
+    """The grade of record of one submitted file, written to ``out`` as JSON (its programs to the folder
+    ``out`` names without ``.json``); a file that is not a notebook is nothing on every cell."""
+    import json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        nbformat.read(str(submission_path), as_version=4)
+    except Exception as exc:  # noqa: BLE001 - not JSON, not a notebook: nothing of it can be graded
+        result = unreadable(instructor_path, f"not a notebook: {type(exc).__name__}")
+    else:
+        programs = out.with_suffix("")  # a folder of its own: records of a class are made side by side
+        programs.mkdir(exist_ok=True)
+        result = grade_of_record(submission_path, instructor_path, programs, device=device, timeout=timeout)
+    out.write_text(json.dumps(result.as_json(), indent=1), encoding="utf-8")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m coursekit.record SUBMISSION INSTRUCTOR_NOTEBOOK --out record.json``: the grade of record of
     one submission, as JSON, made by hand (``make grade`` makes it inside its workers: coursekit.gradeworker)."""
     import argparse
-    import json
 
     parser = argparse.ArgumentParser(prog="python -m coursekit.record", description=main.__doc__.split("\n")[0])
     parser.add_argument("submission")
@@ -287,8 +305,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per check (default: the graders')")
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     exercises = {e for cell in graded_cells(nbformat.read(args.instructor_notebook, as_version=4)) for e, _ in cell.checks}
     if exercises:
         from graders.isolation import warm_up
@@ -296,16 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         # The checks' forkserver, forked from this process before it computes anything (as the command line
         # does): each check's process then starts without importing torch again.
         warm_up(next(iter(exercises)) if len(exercises) == 1 else None)
-    try:
-        nbformat.read(args.submission, as_version=4)
-    except Exception as exc:  # noqa: BLE001 - not JSON, not a notebook: nothing of it can be graded
-        result = unreadable(args.instructor_notebook, f"not a notebook: {type(exc).__name__}")
-    else:
-        program = out.with_suffix("")  # a folder of its own: records of a class are made side by side
-        program.mkdir(exist_ok=True)
-        result = grade_of_record(args.submission, args.instructor_notebook, program, device=args.device,
-                                 timeout=args.timeout)
-    out.write_text(json.dumps(result.as_json(), indent=1), encoding="utf-8")
+    write_record(args.submission, args.instructor_notebook, Path(args.out), device=args.device, timeout=args.timeout)
     return 0
 
 
