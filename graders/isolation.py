@@ -53,8 +53,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from graders import wire
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError
+
+# graders.wire (torch) is imported where it is used: ``import graders`` stays light, so that a kernel can start
+# its judge before it imports torch itself (see graders.judge_server).
 
 START_METHOD_ENV = "COURSE_GRADER_START_METHOD"  # the notebooks' own processes: COURSE_START_METHOD
 MEMORY_LIMIT_ENV = "COURSE_MEMORY_LIMIT_MB"
@@ -365,6 +367,8 @@ class Runner:
         return [self._conn, self.process.sentinel]
 
     def _receive(self, timeout: float | None, waiting_for: str | None) -> Any:
+        from graders import wire
+
         deadline = None if not timeout else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -691,6 +695,8 @@ def _redirect(fd: int, path: str) -> None:
 
 
 def _send(conn: Any, kind: str, body: Any, notes: list[str]) -> None:
+    from graders import wire
+
     try:
         data = wire.to_bytes((kind, body, list(notes)))
     except Exception as exc:  # noqa: BLE001 - a value torch.save cannot write (a tensor viewing another's memory as another dtype)
@@ -761,6 +767,8 @@ def _end_with_the_judge(alive: Any) -> None:
 
 
 def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
+    from graders import wire
+
     if hasattr(os, "setpgrp"):
         os.setpgrp()  # the judge kills this whole group: every process the student's code starts
     if alive is not None:
