@@ -8,7 +8,8 @@ faster than serial (measured: 0.58x). A worker therefore starts once and then, f
 1. autogrades the submission in-process through nbgrader's own API (``NbGraderAPI.autograde``, what the
    formgrader calls), with the worker's private gradebook, autograded folder and IPC kernel sockets;
 2. makes its grade of record (:func:`coursekit.record.grade_of_record`), each check in a process of its own
-   from the forkserver this worker forked before doing anything else;
+   from the forkserver this worker forked before doing anything else, once it had imported what the
+   chapter's opening cell imports (:func:`coursekit.record.preload_opening_imports`);
 3. replies with one JSON line.
 
 It reads one JSON request a line on stdin and writes one JSON reply a line on stdout, through copies of those
@@ -51,9 +52,11 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
 
     course = Course.load(root)
     instructor = course.notebook(course.source, chapter)
-    if any(cell.checks for cell in record.graded_cells(nbformat.read(str(instructor), as_version=4))):
+    instructor_notebook = nbformat.read(str(instructor), as_version=4)
+    if any(cell.checks for cell in record.graded_cells(instructor_notebook)):
         from graders.isolation import warm_up
 
+        record.preload_opening_imports(instructor_notebook)  # inherited by every program's process
         warm_up()  # first, while this process has computed nothing and runs no thread (graders.isolation)
 
     from nbgrader.apps import NbGraderAPI

@@ -157,3 +157,31 @@ def test_the_command_line_records_a_file_that_is_not_a_notebook_as_nothing_on_ev
     result = record.Record.from_json(json.loads(out.read_text()))
     assert result.cells and all(c.score == 0 and "not a notebook" in c.failed[0] for c in result.cells)
     assert result.checks and not any(c.passed for c in result.checks)
+
+
+def test_the_opening_cells_imports_are_found_in_order_without_running_the_cell():
+    """make grade's workers import them once, before forking the processes that load every exercise program."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    opening = ("import os, numpy as np\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n"
+               "from . import relative\n%matplotlib inline\nif True:\n    import json  # not at top level\n"
+               "raise SystemExit('the cell itself must not run')\nimport os\n")
+    nb = new_notebook(cells=[new_code_cell(opening), new_code_cell("import never_imported")])
+    assert record.opening_imports(nb) == ["os", "numpy", "torch.nn.functional", "torch.utils.data"]
+    assert record.opening_imports(new_notebook(cells=[new_code_cell("import (")])) == []
+
+
+def test_preloading_imports_what_loads_and_skips_what_does_not():
+    import sys
+
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    nb = new_notebook(cells=[new_code_cell("import colorsys\nimport no_such_module_for_the_course\nimport json")])
+    assert record.preload_opening_imports(nb) == ["colorsys", "json"]
+    assert "colorsys" in sys.modules and "no_such_module_for_the_course" not in sys.modules
+
+
+@pytest.mark.parametrize("chapter", notebooks.chapters())
+def test_every_chapters_opening_imports_torch_and_the_graders(chapter):
+    nb = nbformat.read(notebooks.notebook_path(chapter), as_version=4)
+    assert {"torch", "graders"} <= set(record.opening_imports(nb))
