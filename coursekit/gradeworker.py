@@ -6,7 +6,8 @@ the first once; a worker that started a process per submission paid both every t
 faster than serial (measured: 0.58x). A worker therefore starts once and then, for each student it is sent:
 
 1. autogrades the submission in-process through nbgrader's own API (``NbGraderAPI.autograde``, what the
-   formgrader calls), with the worker's private gradebook, autograded folder and IPC kernel sockets;
+   formgrader calls), with the worker's private gradebook, autograded folder and IPC kernel sockets; the
+   kernels' check cells all use one judge, started once per worker (:class:`SharedJudge`);
 2. makes its grade of record (:func:`coursekit.record.grade_of_record`), each check in a process of its own
    from the forkserver this worker forked before doing anything else, once it had imported what the
    chapter's opening cell imports (:func:`coursekit.record.preload_opening_imports`);
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 import traceback
@@ -44,6 +46,33 @@ def _config(root: Path, folder: Path, sockets: Path):
     return config
 
 
+class SharedJudge:
+    """The judge this worker's kernels share (``python -m graders.judge_server --listen``), one kernel at a time.
+
+    A kernel's own judge costs a second torch import per submission, about 3.6 s of CPU: on 2 cores, with two
+    workers, that was 40% of all the work. The kernels find this one through ``$COURSE_JUDGE_SOCKET``; it is
+    in the worker's process group, so a time limit that stops the worker stops it too. It is started on first
+    use and again if it has died.
+    """
+
+    def __init__(self, path: Path, log: Path) -> None:
+        from graders.judge_server import SOCKET_ENV
+
+        self.path, self.log = path, log
+        self.process: subprocess.Popen | None = None
+        os.environ[SOCKET_ENV] = str(path)  # inherited by every kernel nbgrader starts from here
+
+    def ensure_running(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            return
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(self.path)],
+                                            stdin=subprocess.PIPE, stdout=log, stderr=log)
+        deadline = time.monotonic() + 30
+        while not self.path.exists() and self.process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # it listens before importing torch: kernels then queue for it
+
+
 def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, device: str | None, requests, replies) -> None:
     import nbformat
 
@@ -62,11 +91,13 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
     from nbgrader.apps import NbGraderAPI
 
     api = NbGraderAPI(config=_config(course.root, folder, sockets))
+    judge = SharedJudge(sockets / "judge", folder / "judge.log")
     for line in requests:
         request = json.loads(line)
         student = request["student"]
         reply: dict = {"student": student}
         if request.get("autograde", True):
+            judge.ensure_running()
             start = time.monotonic()
             result = api.autograde(chapter, student, force=True, create=True)
             text = result.get("log", "") + result.get("error", "")

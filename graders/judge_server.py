@@ -7,9 +7,15 @@ process started once per kernel with a fresh interpreter: ``python -m graders.ju
 checks exactly as the command line does (each in its own runner) and sends back the report as JSON.
 
 The protocol is one request and one reply at a time over the server's stdin and stdout, each a 8-byte
-big-endian length and a body (request: pickle, written by the kernel; reply: JSON). The server keeps
-its real stdout for the protocol and sends anything else written to fd 1 or 2 to a log file, so nothing
-reaches the cell's stderr (which nbgrader would score 0).
+big-endian length and a JSON body (the answer's pickled bytes travel base64-encoded, and the server never
+unpickles anything a kernel sends). The server keeps its real stdout for the protocol and sends anything
+else written to fd 1 or 2 to a log file, so nothing reaches the cell's stderr (which nbgrader would score 0).
+
+``make grade`` runs one *shared* judge per worker instead (``python -m graders.judge_server --listen PATH``):
+the worker's kernels, one after another, find it through ``$COURSE_JUDGE_SOCKET`` and speak the same protocol
+over a Unix socket, so a submission no longer pays a judge's start (about 3.6 s of CPU). Its verdicts are
+the kernel's, as before; the grade of record is made apart from it (:mod:`coursekit.record`). A kernel
+cannot claim the instructor's rights there unless the server itself runs as the instructor.
 
 Nothing stays in the temporary folder: at the kernel's exit the server is asked to stop (its stdin closes) and
 ends as any Python program does, so multiprocessing removes its ``pymp-*`` folder; the server removes its log
@@ -30,8 +36,10 @@ import atexit
 import contextlib
 import dataclasses
 import json
+import base64
 import os
-import pickle
+import select
+import socket
 import struct
 import subprocess
 import sys
@@ -40,6 +48,9 @@ import threading
 from typing import Any, BinaryIO
 
 from graders.outcomes import GRADER_ERROR, CheckResult, Report, StudentError
+
+SOCKET_ENV = "COURSE_JUDGE_SOCKET"
+KERNEL_CONNECTED = "shared judge: a kernel connected"
 
 _HEADER = struct.Struct(">Q")
 
@@ -56,6 +67,42 @@ def _read(stream: BinaryIO) -> bytes | None:
     (size,) = _HEADER.unpack(header)
     body = stream.read(size)
     return body if len(body) == size else None
+
+
+def request_to_json(request: dict[str, Any]) -> bytes:
+    """The kernel's request as JSON: the answer (:class:`~graders.isolation.StudentSource`) with its pickled
+    names in base64, a load error as its fields."""
+    data = dict(request)
+    source, error = data.pop("source"), data.pop("load_error")
+    if source is not None:
+        fields = dataclasses.asdict(source)
+        fields["payload"] = None if source.payload is None else base64.b64encode(source.payload).decode("ascii")
+        data["source"] = fields
+    if error is not None:
+        data["load_error"] = dataclasses.asdict(error)
+    return json.dumps(data).encode()
+
+
+def request_from_json(body: bytes) -> dict[str, Any]:
+    """Read a request without running anything the kernel sent (no unpickling here: the runner does that)."""
+    from graders.isolation import StudentSource
+
+    data = json.loads(body)
+    source, error = data.get("source"), data.get("load_error")
+    if source is not None:
+        payload = source.get("payload")
+        data["source"] = StudentSource(label=str(source["label"]), names=tuple(map(str, source["names"])),
+                                       path=source.get("path"),
+                                       payload=None if payload is None else base64.b64decode(payload),
+                                       lines={str(k): list(map(str, v)) for k, v in source.get("lines", {}).items()})
+    else:
+        data["source"] = None
+    if error is not None:
+        error["exception_types"] = tuple(error.get("exception_types", ()))
+        data["load_error"] = StudentError(**error)
+    else:
+        data["load_error"] = None
+    return data
 
 
 def report_to_json(report: Report) -> dict[str, Any]:
@@ -92,6 +139,16 @@ def _serve() -> None:
     log = os.open(os.environ.get("COURSE_JUDGE_LOG", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    answer = _answerer()
+    while True:
+        body = _read(protocol_in)
+        if body is None:
+            return
+        _write(protocol_out, answer(body))
+
+
+def _answerer(*, shared: bool = False):
+    """Warm up (the forkserver, first), then return what turns a request body into a reply body."""
     from graders.isolation import warm_up
 
     warm_up()
@@ -101,40 +158,106 @@ def _serve() -> None:
     from graders.judge import run_checks
     from graders.registry import get_exercise
 
-    while True:
-        body = _read(protocol_in)
-        if body is None:
-            return
-        request = pickle.loads(body)
+    instructor_here = os.environ.get("COURSE_INSTRUCTOR") == "1"
+
+    def answer(body: bytes) -> bytes:
         try:
+            request = request_from_json(body)
             exercise = get_exercise(request["exercise"])
-            limits = Limits(timeout=request["timeout"], memory_mb=request["memory_mb"],
-                            instructor=request["instructor"])
+            instructor = bool(request["instructor"]) and (instructor_here or not shared)
+            limits = Limits(timeout=request["timeout"], memory_mb=request["memory_mb"], instructor=instructor)
             report = run_checks(exercise, request["source"], torch.device(request["device"]), request["checks"],
                                 limits=limits, load_error=request["load_error"])
             reply = {"report": report_to_json(report)}
         except Exception as exc:  # noqa: BLE001 - reported to the kernel as the grader's failure
             reply = {"error": f"{type(exc).__name__}: {exc}"}
-        _write(protocol_out, json.dumps(reply).encode())
+        return json.dumps(reply).encode()
+
+    return answer
+
+
+def serve_shared(path: str) -> None:
+    """One judge for the kernels of a ``make grade`` worker, one kernel at a time, until its stdin closes.
+
+    It listens before it warms up, so a kernel that connects early waits in the backlog rather than starting a
+    judge of its own. A kernel that connects while an earlier one's connection is still open replaces it: only
+    the newest kernel of a worker is alive (an old one may have left its socket to a process it started).
+    """
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener.bind(path)
+    listener.listen(8)
+    answer = _answerer(shared=True)
+    stop = sys.stdin.fileno()
+    current: socket.socket | None = None
+    stream: Any = None
+    while True:
+        watched = [stop, listener] + ([current] if current is not None else [])
+        ready, _, _ = select.select(watched, [], [])
+        if stop in ready and not os.read(stop, 4096):
+            return  # the worker has gone
+        if listener in ready:
+            if current is not None:
+                current.close()
+            current, _ = listener.accept()
+            stream = current.makefile("rwb")
+            print(KERNEL_CONNECTED, flush=True)  # to the worker's log, which says which kernels used it
+            continue
+        if current is not None and current in ready:
+            body = _read(stream)
+            try:
+                if body is None:
+                    raise OSError("the kernel closed its connection")
+                _write(stream, answer(body))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    stream.close()
+                current.close()
+                current = stream = None
 
 
 # --------------------------------------------------------------------------------------------------
 # The kernel's side
 # --------------------------------------------------------------------------------------------------
 class JudgeClient:
+    """The kernel's side: a judge of its own (started on first use, or early by :meth:`start`), or the shared judge
+    that ``$COURSE_JUDGE_SOCKET`` names when it answers."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
-        fd, self.log_path = tempfile.mkstemp(prefix="course-judge-", suffix=".log")
-        os.close(fd)
+        self._shared: socket.socket | None = None
+        self._shared_stream: BinaryIO | None = None
+        self.log_path: str | None = None  # the own judge's log, made when it starts
 
     def start(self) -> None:
-        """Start the server now, without waiting for it to be ready: the first check then finds it warm."""
+        """Start the server now (or connect to the shared one), without waiting for it to be ready: the first
+        check then finds it warm."""
         with self._lock:
-            self._start()
+            self._channel()
 
-    def _start(self) -> subprocess.Popen:
+    def _channel(self) -> tuple[BinaryIO, BinaryIO]:
+        """(to the judge, from the judge)."""
+        if self._shared_stream is not None:
+            return self._shared_stream, self._shared_stream
+        if (self._process is None or self._process.poll() is not None) and os.environ.get(SOCKET_ENV):
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                connection.connect(os.environ[SOCKET_ENV])
+            except OSError:  # no shared judge there: this kernel starts its own
+                connection.close()
+            else:
+                self._shared, self._shared_stream = connection, connection.makefile("rwb")
+                return self._shared_stream, self._shared_stream
+        process = self._start_own()
+        return process.stdin, process.stdout
+
+    def _start_own(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
+            if self.log_path is None:
+                fd, self.log_path = tempfile.mkstemp(prefix="course-judge-", suffix=".log")
+                os.close(fd)
             env = {**os.environ, "COURSE_JUDGE_LOG": self.log_path, "PYTHONUNBUFFERED": "1"}
             self._process = subprocess.Popen([sys.executable, "-m", "graders.judge_server"], stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
@@ -143,10 +266,10 @@ class JudgeClient:
 
     def grade(self, request: dict[str, Any], exercise: Any) -> Report:
         with self._lock:
-            process = self._start()
+            to_judge, from_judge = self._channel()
             try:
-                _write(process.stdin, pickle.dumps(request))
-                body = _read(process.stdout)
+                _write(to_judge, request_to_json(request))
+                body = _read(from_judge)
             except BaseException:  # an interrupted kernel: the server may be mid-reply, start afresh next time
                 self.stop()
                 raise
@@ -158,22 +281,32 @@ class JudgeClient:
             return _broken(exercise, request, reply["error"])
         return report_from_json(reply["report"])
 
+    def _disconnect(self) -> None:
+        shared, stream, self._shared, self._shared_stream = self._shared, self._shared_stream, None, None
+        for end in (stream, shared):
+            if end is not None:
+                with contextlib.suppress(OSError):
+                    end.close()
+
     def stop(self) -> None:
+        self._disconnect()
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
 
     def close(self) -> None:
-        """At the kernel's exit: ask the server to end (it then cleans up after itself) and go; the kernel need
-        not wait the 0.7 s its exit takes. A server that never started leaves only the log to remove."""
+        """At the kernel's exit: ask the server to end (it then cleans up after itself, its log included) and go;
+        the kernel need not wait the 0.7 s its exit takes. The shared judge stays for the next kernel."""
+        self._disconnect()
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
             return
-        with contextlib.suppress(OSError):
-            os.unlink(self.log_path)
+        if self.log_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.log_path)
 
 
 def _broken(exercise: Any, request: dict[str, Any], why: str) -> Report:
@@ -195,5 +328,18 @@ def client() -> JudgeClient:
     return _CLIENT
 
 
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m graders.judge_server")
+    parser.add_argument("--listen", metavar="PATH", help="serve kernels one after another on this Unix socket "
+                        "until stdin closes (make grade's workers); without it, one kernel over stdin and stdout")
+    args = parser.parse_args(argv)
+    if args.listen:
+        serve_shared(args.listen)
+    else:
+        serve()
+
+
 if __name__ == "__main__":
-    serve()
+    main()

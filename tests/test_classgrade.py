@@ -18,6 +18,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from coursekit import classgrade
+from graders.judge_server import KERNEL_CONNECTED
 
 pytestmark = pytest.mark.slow
 
@@ -293,6 +294,9 @@ def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_s
     outcomes = classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lines.append)
     assert {o.student: (o.status, o.record) for o in outcomes} == {s: ("graded", "") for s in TAMPERED}, lines
     assert _scores(tmp_path) == {student: on_record for student, (_, _, on_record) in TAMPERED.items()}
+    # Every kernel that called the real check (all but disarms_check) used its worker's shared judge.
+    judge_logs = list((tmp_path / ".classgrade" / "a1").rglob("judge.log"))
+    assert sum(log.read_text().count(KERNEL_CONNECTED) for log in judge_logs) == len(TAMPERED) - 1
 
     with open(tmp_path / "reports" / "a1" / "scores.csv", newline="") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}

@@ -1,0 +1,106 @@
+"""graders.judge_server: the kernel's judge, its JSON protocol, and the judge a make grade worker's kernels share."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from graders.isolation import StudentSource
+from graders.judge_server import SOCKET_ENV, request_from_json, request_to_json
+from graders.outcomes import StudentError
+
+SLIDING = Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window"
+
+
+def _request(source=None, load_error=None, instructor=False) -> dict:
+    return {"exercise": "sliding_window", "checks": ["contiguous_input"], "device": "cpu", "timeout": 10.0,
+            "memory_mb": None, "instructor": instructor, "source": source, "load_error": load_error}
+
+
+@pytest.mark.parametrize("source, load_error", [
+    (StudentSource(label="your notebook", names=("f", "g"), payload=bytes(range(256)),
+                   lines={"<ipython-input-1>": ["def f():\n", "    return 1\n"]}), None),
+    (StudentSource.from_file(__file__, ["sliding_window"]), None),
+    (None, StudentError("unsendable", "why", exception_types=("a.B", "builtins.Exception"))),
+    (None, None),
+])
+def test_a_request_survives_json_unchanged(source, load_error):
+    """The judge reads requests as JSON: nothing a kernel sends is unpickled in the judge."""
+    request = _request(source, load_error)
+    assert request_from_json(request_to_json(request)) == request
+
+
+# A "kernel": a process that grades one answer through graders.check, as a notebook's check cell does.
+_KERNEL = """
+import sys, graders
+from graders.judge_server import client
+namespace = {}
+exec(open(sys.argv[1]).read(), namespace)
+if sys.argv[2] == "claims the instructor":
+    namespace["sliding_window"] = __import__("solutions.ch01_tensors", fromlist=["x"]).sliding_window
+try:
+    graders.check("sliding_window", namespace, "contiguous_input")
+except AssertionError:
+    pass
+print("own judge started:", client()._process is not None, flush=True)
+"""
+
+
+def _kernel(answer: Path, env: dict, how: str = "") -> str:
+    done = subprocess.run([sys.executable, "-c", _KERNEL, str(answer), how], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def shared_judge():
+    folder = Path(tempfile.mkdtemp(prefix="sj"))  # a short path: a Unix socket's may not exceed ~100 bytes
+    path = folder / "judge"
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}
+    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path)],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield judge, {**env, SOCKET_ENV: str(path)}
+    finally:
+        judge.stdin.close()  # the worker has gone: the judge ends by itself
+        try:
+            judge.wait(timeout=30)
+        finally:
+            judge.kill()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_kernels_one_after_another_share_one_judge_and_each_gets_its_own_verdict(shared_judge):
+    judge, env = shared_judge
+    correct = sorted(SLIDING.glob("correct_*.py"))[0]
+    wrong = SLIDING / "bug_as_strided_in_place.py"
+    first, second = _kernel(correct, env), _kernel(wrong, env)
+    assert "PASS  sliding_window: contiguous_input" in first and "own judge started: False" in first
+    assert "FAIL  sliding_window: contiguous_input" in second and "own judge started: False" in second
+    assert judge.poll() is None  # still there for the next kernel
+
+
+def test_a_kernel_cannot_claim_the_instructors_rights_from_the_shared_judge(shared_judge):
+    """A kernel's request says whether it is the instructor's (reference imports allowed); the shared judge of a
+    class's grading runs as no instructor, so the claim is ignored."""
+    _, env = shared_judge
+    correct = sorted(SLIDING.glob("correct_*.py"))[0]
+    out = _kernel(correct, {**env, "COURSE_INSTRUCTOR": "1"}, "claims the instructor")
+    assert "FAIL  sliding_window: contiguous_input" in out and "reference" in out, out
+
+
+def test_without_a_shared_judge_listening_a_kernel_starts_its_own(tmp_path):
+    correct = sorted(SLIDING.glob("correct_*.py"))[0]
+    out = _kernel(correct, {**os.environ, SOCKET_ENV: str(tmp_path / "nobody-listens")})
+    assert "PASS  sliding_window: contiguous_input" in out and "own judge started: True" in out
