@@ -51,6 +51,8 @@ from graders.outcomes import GRADER_ERROR, CheckResult, Report, StudentError
 
 SOCKET_ENV = "COURSE_JUDGE_SOCKET"
 KERNEL_CONNECTED = "shared judge: a kernel connected"
+SHARED_IO_TIMEOUT_S = 10.0  # reading one request or writing one reply; a request is written all at once
+SHARED_REQUEST_LIMIT = 1 << 30  # bytes: an answer's names, pickled; a larger header is not a request
 
 _HEADER = struct.Struct(">Q")
 
@@ -60,11 +62,13 @@ def _write(stream: BinaryIO, body: bytes) -> None:
     stream.flush()
 
 
-def _read(stream: BinaryIO) -> bytes | None:
+def _read(stream: BinaryIO, limit: int | None = None) -> bytes | None:
     header = stream.read(_HEADER.size)
     if len(header) < _HEADER.size:
         return None
     (size,) = _HEADER.unpack(header)
+    if limit is not None and size > limit:
+        return None
     body = stream.read(size)
     return body if len(body) == size else None
 
@@ -199,22 +203,29 @@ def serve_shared(path: str) -> None:
             return  # the worker has gone
         if listener in ready:
             if current is not None:
-                current.close()
+                _hang_up(current, stream)
             current, _ = listener.accept()
+            # A kernel that stops halfway through a request (or never reads its reply) is dropped, rather than
+            # keep the next submission's kernel waiting.
+            current.settimeout(SHARED_IO_TIMEOUT_S)
             stream = current.makefile("rwb")
             print(KERNEL_CONNECTED, flush=True)  # to the worker's log, which says which kernels used it
             continue
         if current is not None and current in ready:
-            body = _read(stream)
             try:
+                body = _read(stream, limit=SHARED_REQUEST_LIMIT)
                 if body is None:
-                    raise OSError("the kernel closed its connection")
+                    raise OSError("the kernel closed its connection, or sent more than a request can hold")
                 _write(stream, answer(body))
             except OSError:
-                with contextlib.suppress(OSError):
-                    stream.close()
-                current.close()
+                _hang_up(current, stream)
                 current = stream = None
+
+
+def _hang_up(connection: socket.socket, stream: Any) -> None:
+    for end in (stream, connection):
+        with contextlib.suppress(OSError):
+            end.close()
 
 
 # --------------------------------------------------------------------------------------------------

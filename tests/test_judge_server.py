@@ -104,3 +104,19 @@ def test_without_a_shared_judge_listening_a_kernel_starts_its_own(tmp_path):
     correct = sorted(SLIDING.glob("correct_*.py"))[0]
     out = _kernel(correct, {**os.environ, SOCKET_ENV: str(tmp_path / "nobody-listens")})
     assert "PASS  sliding_window: contiguous_input" in out and "own judge started: True" in out
+
+
+def test_a_hostile_connection_neither_crashes_the_shared_judge_nor_keeps_the_next_kernel_waiting(shared_judge):
+    """A kernel that claims an enormous request, or sends half of one, is dropped; the next kernel is served."""
+    import socket
+    import struct
+
+    judge, env = shared_judge
+    for hostile in (struct.pack(">Q", 1 << 62), struct.pack(">Q", 100) + b"{"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(env[SOCKET_ENV])
+            connection.sendall(hostile)
+            connection.settimeout(30)
+            assert connection.recv(1) == b""  # hung up on
+    out = _kernel(sorted(SLIDING.glob("correct_*.py"))[0], env)
+    assert "PASS  sliding_window: contiguous_input" in out and judge.poll() is None
