@@ -137,23 +137,34 @@ def plot_histograms(samples: dict[str, "torch.Tensor"], *, bins: int = 40, title
 
 
 def show_image_grid(images: "torch.Tensor", labels: Sequence[str] | None = None, *, columns: int = 8,
-                    title: str | None = None):
-    """A grid of images from a batch shaped (N, C, H, W) or (N, H, W), with optional labels."""
+                    title: str | None = None, value_range: tuple[float, float] = (0.0, 1.0)):
+    """A grid of images from a batch shaped (N, C, H, W) or (N, H, W), with optional labels.
+
+    Every image is drawn on the same fixed scale, ``value_range`` (black to white; the [0, 1] a model usually
+    expects), and captioned with its own smallest and largest value. Stretching each image to its own range,
+    as ``imshow`` does by default, made a 0-255 image or a nearly black one look exactly like a correct one.
+    """
     images = images.detach().cpu()
     if images.dim() == 4 and images.shape[1] == 1:
         images = images[:, 0]
+    low, high = value_range
     n = images.shape[0]
     rows = (n + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(1.3 * columns, 1.5 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, columns, figsize=(1.3 * columns, 1.7 * rows), squeeze=False)
     for k, ax in enumerate(axes.flat):
-        ax.axis("off")
         if k >= n:
+            ax.axis("off")
             continue
-        image = images[k]
-        if image.dim() == 3:  # (C, H, W) colour image
-            ax.imshow(image.permute(1, 2, 0).clamp(0, 1).numpy())
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        image = images[k].float()
+        if image.dim() == 3:  # (C, H, W) colour image: imshow takes RGB in [0, 1], so scale to that first
+            ax.imshow(((image - low) / (high - low)).clamp(0, 1).permute(1, 2, 0).numpy())
         else:
-            ax.imshow(image.numpy(), cmap="gray")
+            ax.imshow(image.numpy(), cmap="gray", vmin=low, vmax=high)
+        ax.set_xlabel(f"{image.min().item():.3g} to {image.max().item():.3g}", fontsize=6)
         if labels is not None:
             ax.set_title(str(labels[k]), fontsize=7)
     if title:

@@ -1,0 +1,36 @@
+"""coursekit.plots: the shared figures draw what is there (fixed scales, values shown), legibly."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as pyplot  # noqa: E402
+import torch  # noqa: E402
+
+from coursekit import plots  # noqa: E402
+
+
+def test_an_image_grid_draws_every_image_on_one_scale_and_shows_each_ones_range():
+    """imshow stretches each image to its own range by default: a 0-255 image or a nearly black one then
+    looked correct. Every image is now drawn on [0, 1] and captioned with its own smallest and largest value."""
+    ramp = torch.linspace(0, 1, 16).reshape(4, 4)
+    batch = torch.stack([ramp, ramp * 255, ramp * 0.02]).unsqueeze(1)  # (N, 1, H, W)
+    pyplot.close("all")
+    plots.show_image_grid(batch, ["right", "not divided by 255", "nearly black"], columns=3)
+    axes = pyplot.gcf().axes
+    assert [(ax.images[0].norm.vmin, ax.images[0].norm.vmax) for ax in axes] == [(0.0, 1.0)] * 3
+    assert [ax.get_xlabel() for ax in axes] == ["0 to 1", "0 to 255", "0 to 0.02"]
+    assert [ax.get_title() for ax in axes] == ["right", "not divided by 255", "nearly black"]
+    pyplot.close("all")
+
+
+def test_a_colour_image_past_the_scale_is_clipped_not_rescaled():
+    colour = torch.full((1, 3, 2, 2), 200.0)
+    pyplot.close("all")
+    plots.show_image_grid(colour, columns=2)
+    first, unused = pyplot.gcf().axes
+    assert float(first.images[0].get_array().max()) == 1.0 and first.get_xlabel() == "200 to 200"
+    assert not unused.images and not unused.axison
+    pyplot.close("all")
