@@ -1,6 +1,9 @@
 # %% [markdown]
 # # 01 · Tensors: storage, strides and contiguity
 #
+# *Expected time: about 1 h 45 min — 45 min to read and run the cells, 1 h for the exercises
+# (an estimate from the chapter's length; take the time it takes).*
+#
 # A tensor looks like a grid of numbers, but PyTorch keeps the numbers somewhere else: in one flat,
 # one-dimensional block of memory called the **storage**. The tensor itself is only a small record
 # that says how to *read* that block — where to start, how far to jump for each index, what type
@@ -39,7 +42,7 @@ device = start_chapter("01_tensors")
 # | `shape` | how many indices each dim has |
 # | `stride()` | how many *elements* of storage to skip to move one step along each dim |
 # | `storage_offset()` | where in the storage element 0 of the tensor lives |
-# | `untyped_storage()` | the memory block itself (`data_ptr()` is its address) |
+# | `untyped_storage()` | the memory block itself (its `data_ptr()` is the block's address) |
 #
 # The element at index `(i, j)` of a 2-D tensor lives at storage position
 # `storage_offset + i * stride[0] + j * stride[1]`. That one formula is the whole story.
@@ -99,6 +102,17 @@ for name, v in views.items():
     print(f"{name:32s} shape {str(tuple(v.shape)):12s} stride {str(v.stride()):12s} offset {v.storage_offset():2d}  shares storage: {shares}")
 
 # %% [markdown]
+# Compare storages, not tensors: a tensor's own `data_ptr()` is the address of *its first element*,
+# so a slice that starts further in has a different `data_ptr()` from its base although the memory is
+# the same. The gap is the storage offset times the element size:
+
+# %%
+tail = x[0, 0, 1:]
+print("x.data_ptr() == tail.data_ptr():", x.data_ptr() == tail.data_ptr())
+print("their storages' data_ptr() equal:", x.untyped_storage().data_ptr() == tail.untyped_storage().data_ptr())
+print("gap in bytes:", tail.data_ptr() - x.data_ptr(), "= offset", tail.storage_offset(), "x", x.element_size(), "bytes")
+
+# %% [markdown]
 # ### Trap: writing through a view changes the original
 #
 # Because a view *is* the same memory, an in-place write through it changes the base — and every
@@ -153,28 +167,39 @@ for name, v in layouts.items():
     print(f"{name:24s} shape {str(tuple(v.shape)):10s} stride {str(v.stride()):10s} contiguous: {v.is_contiguous()}")
 
 # %% [markdown]
-# ### Trap: `view` refuses non-contiguous input
+# ### Trap: `view` refuses a layout it cannot describe
 #
-# `view` never copies: it only writes a new record over the same storage. When the elements are not
-# laid out in the order the new shape needs, no such record exists, and `view` raises.
+# `view` never copies: it only writes a new record (shape, strides) over the same storage. When the
+# elements are not laid out in the order the new shape needs, no such record exists, and `view` raises.
+# Being non-contiguous is not the test: `view` can split or merge dims whose elements are evenly spaced,
+# whatever the rest of the layout.
 
 # %%
 m = torch.arange(6.0).reshape(2, 3).t()   # transposed: not contiguous
 try:
     m.view(6)
 except RuntimeError as error:
-    print("RuntimeError:", str(error).split(".")[0])
+    print("m.view(6): RuntimeError:", str(error).split(".")[0])
+wide = torch.arange(24.0).reshape(2, 3, 4).transpose(0, 1)   # shape (3, 2, 4), not contiguous either
+split = wide.view(3, 2, 2, 2)   # splits the last dim only: its 4 elements are still side by side
+print("wide contiguous:", wide.is_contiguous(), "| wide.view(3, 2, 2, 2) works, strides", split.stride(),
+      "| same storage:", split.untyped_storage().data_ptr() == wide.untyped_storage().data_ptr())
 
 # %% [markdown]
-# `reshape` "works" — by copying when it has to. The copy is silent, so a write into the result no
-# longer reaches the original. `contiguous()` makes the copy explicit (and is free on a tensor that is
-# already contiguous: it returns the tensor itself).
+# `reshape` "works" — by returning a view when it can and copying when it has to, without telling you
+# which. So a write into its result reaches the original in one case and not in the other.
+# `contiguous()` makes the copy explicit (and is free on a tensor that is already contiguous: it
+# returns the tensor itself).
 
 # %%
 flat = m.reshape(6)
-print("reshape copied:", flat.untyped_storage().data_ptr() != m.untyped_storage().data_ptr())
+print("reshape of the transposed m copied:", flat.untyped_storage().data_ptr() != m.untyped_storage().data_ptr())
 flat[0] = 100.0
-print("m[0, 0] after writing 100 into the reshaped tensor:", m[0, 0].item())
+print("m[0, 0] after writing 100 into it:", m[0, 0].item())
+rows = torch.arange(6.0).reshape(2, 3)
+as_view = rows.reshape(3, 2)          # contiguous input: reshape returns a view
+as_view[0, 0] = 100.0
+print("rows[0, 0] after writing 100 into rows.reshape(3, 2):", rows[0, 0].item())
 c = torch.arange(6.0)
 print("contiguous() on a contiguous tensor returns itself:", c.contiguous() is c)
 
@@ -295,9 +320,11 @@ print("after writing 2.9 into an int64 tensor:", n.tolist())
 # * Slicing, `t`/`transpose`/`permute`, `narrow`, `expand`, `unfold`, `as_strided` make views that share
 #   storage; writes go through; `clone()` and `torch.tensor(...)` copy; `torch.from_numpy` shares.
 # * Contiguous = strides are the C-order products (size-1 dims skipped; empty tensors always count).
-#   `view` needs a compatible layout; `reshape` copies silently when it must.
+#   `view` needs a layout it can describe (not necessarily contiguous); `reshape` returns a view when it
+#   can and copies silently when it must, so writes into it may or may not reach the original.
 # * Broadcasting = stride-0 expansion; check shapes where tensors meet.
-# * Convert integer and NumPy `float64` data deliberately (`.float()`).
+# * Convert integer and NumPy `float64` *features* deliberately (`.float()`); class labels stay
+#   `int64`, which is what `cross_entropy` and indexing expect.
 #
 # ---
 # # Exercises
@@ -305,7 +332,8 @@ print("after writing 2.9 into an int64 tensor:", n.tolist())
 # Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
-# `python -m graders check sliding_window my_answer.py`.
+# `python -m graders check sliding_window my_answer.py`. That runs every check of
+# the exercise, the hidden ones included.
 #
 # When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
 # without the demonstrations in between: put everything your answer needs, helpers included, in its
