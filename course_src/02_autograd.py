@@ -1,6 +1,9 @@
 # %% [markdown]
 # # 02 · Autograd: the backward graph
 #
+# *Expected time: about 2 h 45 min — 1 h 30 min to read and run the cells, 1 h 15 min for the exercises
+# (an estimate from the chapter's length; take the time it takes).*
+#
 # Every time you compute with a tensor that needs a gradient, PyTorch quietly writes down what it did.
 # The record is a graph of small objects, one per operation, each knowing how to turn "the gradient of
 # my output" into "the gradients of my inputs". `loss.backward()` does nothing more mysterious than
@@ -364,8 +367,37 @@ torch.testing.assert_close(accumulated, full)
 print("with the scaling, assert_close(accumulated, full) passes")
 
 # %% [markdown]
-# Unscaled, the accumulated gradient is 4× too large — the same as a 4× learning rate, which is rarely
-# what you meant. The `grad_accumulation` exercise builds the whole training loop around this.
+# Unscaled, the accumulated gradient is 4× too large. What that does to training depends on the
+# optimizer. Predict before you run: one step from the same start, unscaled against scaled, with SGD
+# and with Adam — which one moves the weights differently?
+
+# %%
+def one_step(optimizer_class, scaled, **options):
+    """One accumulated step (4 micro-batches) from the same start; the weights after it."""
+    with torch.random.fork_rng(devices=[]):   # the same start each time, and the notebook's RNG untouched
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 1)).to(device)
+    optimizer = optimizer_class(model.parameters(), **options)
+    for chunk_x, chunk_y in zip(batch_x.split(8), batch_y.split(8)):
+        micro_loss = F.mse_loss(model(chunk_x), chunk_y)
+        (micro_loss / 4 if scaled else micro_loss).backward()
+    optimizer.step()
+    return torch.cat([q.detach().flatten() for q in model.parameters()])
+
+
+for name, optimizer_class, options in (("SGD", torch.optim.SGD, {"lr": 0.1}),
+                                       ("Adam", torch.optim.Adam, {"lr": 0.1})):
+    gap = (one_step(optimizer_class, False, **options) - one_step(optimizer_class, True, **options)).abs().max()
+    print(f"{name:4s}: largest weight difference after one step, unscaled vs scaled: {gap.item():.2g}")
+
+# %% [markdown]
+# With SGD the step is `lr × gradient`, so a 4× gradient is exactly a 4× learning rate. Adam divides
+# each gradient by a running estimate of its own size, so a constant factor cancels (all but its tiny
+# `eps`): the unscaled run lands in the same place. That does not make the scaling optional with Adam —
+# everything that reads the gradient's *size* still sees 4× too much: a `clip_grad_norm_` threshold, an
+# L2 penalty added to the gradient (`weight_decay` in `Adam`, not `AdamW`), the gradient norm you log,
+# and a last window of fewer micro-batches, which is then weighted differently from the rest. The
+# `grad_accumulation` exercise builds the whole training loop around this.
 #
 # ## 7. Leaving the graph: `detach`, `no_grad`, `inference_mode`
 #
@@ -376,7 +408,7 @@ print("with the scaling, assert_close(accumulated, full) passes")
 # * `with torch.no_grad():` — nothing computed inside is recorded. Use it for evaluation, and for
 #   updating parameters by hand (that is how optimizers step).
 # * `with torch.inference_mode():` — like `no_grad`, and a little faster, because the results are
-#   marked as *inference tensors* that autograd will never accept later.
+#   marked as *inference tensors*, which autograd refuses to *save* for a later backward.
 
 # %%
 weights = torch.randn(3).to(device).requires_grad_()
@@ -394,13 +426,20 @@ print("detach() shares storage with weights:",
       weights.detach().untyped_storage().data_ptr() == weights.untyped_storage().data_ptr())
 
 # %% [markdown]
-# The price of `inference_mode`: a tensor made there cannot enter a graph afterwards.
+# The price of `inference_mode` is narrower than "it can never meet autograd again". Adding an
+# inference tensor to a graph works: the backward of `+` needs neither input, so nothing is saved.
+# Multiplying by it fails, because `*` must keep the other factor to compute its gradient — and an
+# inference tensor cannot be kept. The error says exactly that:
 
 # %%
+weights.grad = None
+(in_inference + weights).sum().backward()    # addition saves nothing: allowed
+print("in_inference + weights: backward works, weights.grad =", weights.grad)
 try:
-    (in_inference * weights).sum().backward()
+    (in_inference * weights).sum().backward()    # multiplication must save in_inference: refused
 except RuntimeError as error:
-    print("RuntimeError:", str(error).split(". ")[0])
+    print("in_inference * weights: RuntimeError:", str(error).split(". ")[0])
+weights.grad = None
 (in_no_grad * weights).sum().backward()   # a no_grad result is an ordinary constant
 print("with the no_grad result instead: weights.grad =", weights.grad)
 
@@ -614,8 +653,10 @@ plot_curves({name: curve for name, curve in held.items()}, ylabel="KiB held by s
 # The fix is one of two habits: keep `loss.item()` (a Python float — the list then holds no tensor at
 # all), and evaluate under `torch.no_grad()`, which saves nothing in the first place. In a training
 # loop, `backward()` frees the saved tensors, so a kept `loss` holds only its (small) chain of nodes —
-# still no reason to keep it. The process memory shows the same growth (its numbers vary by machine,
-# so this cell is not compared when the notebook is tested):
+# still no reason to keep it. The memory the tensors live in shows the same growth: on the CPU that is
+# the process's own memory; on a GPU it is the GPU's, which `torch.cuda.memory_allocated()` reports (the
+# process's memory would barely move there). Its numbers vary by machine, so this cell is not compared
+# when the notebook is tested:
 
 # %% tags=nbval-ignore-output
 import gc
@@ -623,25 +664,33 @@ import gc
 import psutil
 
 
-def rss_growth_mib(keep: str, steps: int = 60) -> float:
+def memory_in_use() -> int:
+    """Bytes in use where this notebook's tensors live: the GPU's allocator, or the whole process on a CPU."""
+    if device.type == "cuda":
+        return torch.cuda.memory_allocated(device)
+    return psutil.Process().memory_info().rss
+
+
+def growth_mib(keep: str, steps: int = 60) -> float:
     seed_everything(0)
     wide = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 1)).to(device)
     gc.collect()
-    before = psutil.Process().memory_info().rss
+    before = memory_in_use()
     kept = []
     for _ in range(steps):
         loss = wide(torch.randn(256, 64).to(device)).pow(2).mean()
         kept.append(loss if keep == "loss" else loss.item())
-    growth = (psutil.Process().memory_info().rss - before) / 2**20
+    growth = (memory_in_use() - before) / 2**20
     del kept, loss
     gc.collect()
     return growth
 
 
+where = "GPU memory allocated by torch" if device.type == "cuda" else "process memory"
 for keep in ("loss", "item"):
-    print(f"process memory growth over 60 steps, keeping {keep:4s}: {rss_growth_mib(keep):6.1f} MiB")
+    print(f"{where}: growth over 60 steps, keeping {keep:4s}: {growth_mib(keep):6.1f} MiB")
 with torch.no_grad():
-    print(f"the same loop under torch.no_grad(), keeping loss: {rss_growth_mib('loss'):6.1f} MiB")
+    print(f"{where}: the same loop under torch.no_grad(), keeping loss: {growth_mib('loss'):6.1f} MiB")
 
 # %% [markdown]
 # ## 11. Your own backward: `torch.autograd.Function`
@@ -726,7 +775,8 @@ print("float64 gradcheck:", torch.autograd.gradcheck(Softplus.apply, (point,)))
 # %% [markdown]
 # ### Trap: `gradcheck` in `float32`
 #
-# The same, correct function in `float32` fails — with a warning first, then a Jacobian mismatch:
+# The same, correct function in `float32` fails: `gradcheck` raises a Jacobian mismatch, and the warning
+# it gave on the way (printed after the error, since it was recorded) already said why:
 
 # %%
 point32 = point.detach().float().requires_grad_()
@@ -749,7 +799,10 @@ print("backward (sigmoid):", [f"{value:.4f}" for value in torch.sigmoid(point32)
 # derivative — far outside `gradcheck`'s tolerance (10⁻⁵ absolute plus 10⁻³ relative). A larger ε
 # shrinks the rounding part but adds the formula's own truncation error, which grows like ε². The
 # picture shows that trade-off for softplus' derivative at t = 0.5: at `gradcheck`'s ε, `float32` is
-# wrong in the third digit, while `float64`, with about 16 digits, is wrong in the eleventh. So:
+# wrong in the third digit, while `float64`, with about 16 digits, is wrong in the eleventh. The flat
+# stretch at the left of the `float32` curve is the extreme case: below about 1.5·10⁻⁸ (half the spacing of
+# `float32` numbers just below 0.5), x ± ε rounds back to x itself, both values are equal, the estimate is 0,
+# and the error is the whole derivative, sigmoid(0.5) ≈ 0.62, whatever ε. So:
 # **always run `gradcheck` in `float64`.**
 
 # %%
@@ -765,6 +818,9 @@ for dtype in (torch.float32, torch.float64):
     errors[str(dtype).removeprefix("torch.")] = (steps_eps.tolist(), errs)
 for name, (eps_values, errs) in errors.items():
     print(f"{name}: error at eps=1e-6 is {errs[12]:.1e}; smallest error {min(errs):.1e}")
+tiny = torch.tensor(0.5, dtype=torch.float32)
+print("float32 at eps=1e-9: 0.5 + eps == 0.5 is", (tiny + 1e-9 == tiny).item(), "| estimate",
+      ((F.softplus(tiny + 1e-9) - F.softplus(tiny - 1e-9)) / 2e-9).item(), "| its error", f"{exact.item():.2f}")
 plot_curves(errors, xlabel="ε (finite-difference step)", ylabel="|error| of the derivative", logx=True,
             logy=True, marks={"gradcheck's ε": 1e-6}, title="finite differences: float32 vs float64")
 
@@ -792,7 +848,8 @@ plot_curves(errors, xlabel="ε (finite-difference step)", ylabel="|error| of the
 # Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
-# `python -m graders check graph_ops my_answer.py`.
+# `python -m graders check graph_ops my_answer.py`. That runs every check of
+# the exercise, the hidden ones included.
 #
 # When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
 # without the demonstrations in between: put everything your answer needs, helpers included, in its
