@@ -1,6 +1,9 @@
 # %% [markdown]
 # # 03 · `nn.Module`: parameters, buffers and modes
 #
+# *Expected time: about 2 h — 1 h 15 min to read and run the cells, 45 min for the exercises
+# (an estimate from the chapter's length; take the time it takes).*
+#
 # An `nn.Module` is two things at once: a function (its `forward`) and a **registry** of state. The
 # registry is what makes `model.parameters()`, `model.to(device)`, `model.state_dict()` and
 # `model.eval()` work without you listing anything by hand. It fills itself while your `__init__`
@@ -88,20 +91,26 @@ print(f"parameters: {total} (by hand: {by_hand}), trainable: {trainable}")
 
 # %% [markdown]
 # Because registration happens inside `nn.Module.__setattr__`, the module's registries must exist
-# before the first assignment — that is what `super().__init__()` creates. Forget it, or call it too
-# late, and the first assignment fails:
+# before anything is *registered* — that is what `super().__init__()` creates. Forget it, or call it
+# too late, and the first assignment of a submodule or a `Parameter` fails. A plain value (`self.x = 3`)
+# needs no registry, so it slips through — until the first submodule:
 
 # %%
 class Forgetful(nn.Module):
-    def __init__(self):
-        self.layer = nn.Linear(2, 2)   # assigned before super().__init__()
+    def __init__(self, first):
+        self.size = 3                  # a plain value: no registry needed, no error
+        if first == "a Linear":
+            self.layer = nn.Linear(2, 2)   # a submodule, before super().__init__()
+        else:
+            self.scale = nn.Parameter(torch.ones(1))   # a Parameter, before super().__init__()
         super().__init__()
 
 
-try:
-    Forgetful()
-except AttributeError as error:
-    print("AttributeError:", error)
+for first in ("a Linear", "a Parameter"):
+    try:
+        Forgetful(first)
+    except AttributeError as error:
+        print(f"assigning {first} first -> AttributeError: {error}")
 
 # %% [markdown]
 # ## 2. Trap: layers kept in a Python list
@@ -163,7 +172,7 @@ for container in (list, nn.ModuleList):
     moved = (model.hidden[0].weight - start).abs().max().item()
     print(f"final loss {curves[f'hidden layers in a {container.__name__}'][-1]:.4f} | "
           f"largest change of hidden[0].weight: {moved:.4f} | "
-          f"hidden[0].weight.grad norm: {model.hidden[0].weight.grad.norm().item():.1f}")
+          f"hidden[0].weight.grad norm: {model.hidden[0].weight.grad.norm().item():.2e}")
     print()
 
 plot_curves(curves, ylabel="MSE loss on one batch", logy=True, title="Overfitting one batch")
@@ -782,7 +791,8 @@ plot_curves(gradient_curves, xlabel="Linear layer (0 = first)", ylabel="gradient
 # Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
-# `python -m graders check glu my_answer.py`.
+# `python -m graders check glu my_answer.py`. That runs every check of
+# the exercise, the hidden ones included.
 #
 # When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
 # without the demonstrations in between: put everything your answer needs, helpers included, in its
