@@ -42,6 +42,8 @@ student-edition: setup
 ## runs once), and a notebook's cells too (one kernel).
 ## A bug fixture is graded on the checks it names; COURSE_EVERY_CHECK=1 (CI) grades every check (tests/submissions.py).
 JOBS ?= auto
+# The tests, CI and the committed notebooks never download (chapter 04 then uses its offline data).
+test notebooks: export COURSE_OFFLINE := 1
 test: setup
 	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope
 	COURSE_INSTRUCTOR=1 COURSE_START_METHOD=spawn \
@@ -49,6 +51,7 @@ test: setup
 	  -n $(JOBS) --dist loadscope
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
+test-fast: export COURSE_OFFLINE := 1
 test-fast: setup
 	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope
 

@@ -1,6 +1,9 @@
 # %% [markdown]
 # # 04 · Datasets and DataLoader
 #
+# *Expected time: about 3 h 15 min — 2 h to read and run the cells, 1 h 15 min for the exercises
+# (an estimate from the chapter's length; take the time it takes).*
+#
 # A training loop sees data only through one line — `for inputs, targets in loader:` — and that line
 # hides a small machine: something decides the order of the items, something fetches each item and
 # turns it into tensors, something glues items into a batch, and possibly several extra processes do
@@ -184,12 +187,12 @@ augment = v2.Compose([v2.ToImage(), v2.Grayscale(1),
 #
 # 1. a FashionMNIST copy already on disk under `COURSE_DATA` (default `~/.cache/pytorch-course/data`)
 #    is used as it is: `download=False` only reads the folder, it never touches the network;
-# 2. otherwise, **if downloading is allowed**, it downloads. Downloading is off unless you set the
-#    environment variable `COURSE_ALLOW_DOWNLOAD=1` before starting JupyterLab, or change
-#    `ALLOW_DOWNLOAD` to `True` in the cell below. The copy then stays on disk for next time;
-# 3. otherwise — or if the download fails — it draws its own data set: small grey shapes (circles,
-#    squares, rings, ...), written as PNG files into a temporary folder and read back with
-#    `ImageFolder`, torchvision's dataset for "one folder per class" image collections.
+# 2. otherwise it downloads, as torchvision users expect, and the copy stays on disk for next time —
+#    unless the environment variable `COURSE_OFFLINE=1` says not to (the course's tests and CI set it:
+#    they never download);
+# 3. otherwise — or if the download fails (no network: it says so and why) — it draws its own data set:
+#    small grey shapes (circles, squares, rings, ...), written as PNG files into a temporary folder and
+#    read back with `ImageFolder`, torchvision's dataset for "one folder per class" image collections.
 #
 # The rest of the chapter works with either. (With FashionMNIST the printed numbers below differ from
 # the ones shown here, which were made with the stand-in.)
@@ -237,8 +240,10 @@ def draw_shapes(root, per_class, seed=0):
 # chapter calls it several times with different transforms.
 
 # %%
+import socket
+
 DATA_ROOT = Path(os.environ.get("COURSE_DATA", "~/.cache/pytorch-course/data")).expanduser()
-ALLOW_DOWNLOAD = os.environ.get("COURSE_ALLOW_DOWNLOAD") == "1"   # online? you may set this to True
+OFFLINE = os.environ.get("COURSE_OFFLINE") == "1"   # set by the course's tests and CI: never download
 
 image_dataset = None
 try:
@@ -246,15 +251,19 @@ try:
     image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
     source = "FashionMNIST (a copy on disk)"
 except RuntimeError:                                                # "Dataset not found"
-    if ALLOW_DOWNLOAD:
+    if not OFFLINE:
         print(f"downloading FashionMNIST into {DATA_ROOT} ...")
+        default_timeout = socket.getdefaulttimeout()
+        socket.setdefaulttimeout(20)                                 # a blocked network fails, not hangs
         try:
             with contextlib.redirect_stderr(io.StringIO()):          # its progress bar writes to stderr
                 datasets.FashionMNIST(DATA_ROOT, train=True, download=True)
             image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
             source = "FashionMNIST (downloaded)"
         except Exception as error:                                   # no network, proxy, full disk, ...
-            print(f"the download failed ({type(error).__name__}); using the offline stand-in")
+            print(f"the download failed ({type(error).__name__}: {str(error)[:120]}); using the offline stand-in")
+        finally:
+            socket.setdefaulttimeout(default_timeout)
 
 if image_dataset is None:
     scratch = tempfile.TemporaryDirectory(prefix="course-04-")      # removed when the kernel stops
@@ -282,6 +291,23 @@ look = DataLoader(images_plain, batch_size=16, shuffle=True, generator=torch.Gen
 images, labels = next(iter(look))
 print("images", tuple(images.shape), images.dtype, "| labels", labels.tolist())
 show_image_grid(images, [classes[k] for k in labels], columns=8, title="one shuffled batch")
+
+# %% [markdown]
+# The grid draws every image on the same fixed scale, 0 (black) to 1 (white), the range the model is
+# meant to get, and writes each image's own smallest and largest value under it. That is what makes the
+# next trap visible at all.
+#
+# ### Trap: pixels converted to float without scaling
+#
+# `v2.ToDtype(torch.float32, scale=True)` divides by 255; forget `scale=True` and the values become
+# floats between 0 and 255. Nothing raises: the model just gets inputs 255 times too large. Drawn on the
+# model's scale, almost every inked pixel is past white — and the ranges under the images say why:
+
+# %%
+unscaled = image_dataset(transform=v2.Compose([v2.ToImage(), v2.Grayscale(1), v2.ToDtype(torch.float32)]))
+raw = torch.stack([unscaled[k][0] for k in range(8)])
+print("without scale=True:", raw.dtype, f"values from {raw.min().item():.0f} to {raw.max().item():.0f}")
+show_image_grid(raw, columns=8, title="ToDtype(float32) without scale=True: anything above 1 is drawn white")
 
 # %% [markdown]
 # And what augmentation does: the same picture through `augment` eight times. Each call draws a new
@@ -356,8 +382,10 @@ for key, value in batch.items():
     print(f"{key:7s} -> {shown}")
 
 # %% [markdown]
-# Note the `mask`: NumPy's default float64 survives collation, so that field reaches the model as
-# float64 — one of the dtype traps of chapter 01, now arriving through the loader.
+# Note the `mask` and the `weight`: NumPy's default float64 survives collation, and so does Python's
+# (a plain `float` becomes a float64 tensor, where `torch.tensor(0.5)` alone would be float32), so both
+# fields reach the model as float64 — one of the dtype traps of chapter 01, now arriving through the
+# loader. The `label`, a Python `int`, becomes int64, which is what a classification loss wants.
 #
 # ### Trap: items whose shapes differ do not collate
 #
@@ -859,7 +887,9 @@ class SlowDisk(Dataset):
 # %% tags=nbval-ignore-output
 from slow_disk import SlowDisk
 
-torch.set_num_threads(1)
+# One torch thread in the main process, as each worker has (DataLoader sets 1 there): the comparison is of
+# processes, not of torch's thread pool. Put back after the measurement, for the rest of the chapter.
+threads_before = torch.get_num_threads()
 
 
 def measure(dataset, num_workers, batches=12, batch_size=32):
@@ -883,12 +913,16 @@ def measure(dataset, num_workers, batches=12, batch_size=32):
 
 worker_counts = [0, 1, 2]
 throughput = {}
-for name, dataset in (("in memory", in_memory), ("PNG + transform", images_plain),
-                      ("slow disk (PNG + 1 ms wait)", SlowDisk(images_plain, 0.001))):
-    results = [measure(dataset, k) for k in worker_counts]
-    throughput[name] = (worker_counts, [rate for rate, _ in results])
-    for k, (rate, first) in zip(worker_counts, results):
-        print(f"{name:27s} num_workers={k}: {rate:7.0f} samples/s | first batch after {1000 * first:5.0f} ms")
+torch.set_num_threads(1)
+try:
+    for name, dataset in (("in memory", in_memory), ("PNG + transform", images_plain),
+                          ("slow disk (PNG + 1 ms wait)", SlowDisk(images_plain, 0.001))):
+        results = [measure(dataset, k) for k in worker_counts]
+        throughput[name] = (worker_counts, [rate for rate, _ in results])
+        for k, (rate, first) in zip(worker_counts, results):
+            print(f"{name:27s} num_workers={k}: {rate:7.0f} samples/s | first batch after {1000 * first:5.0f} ms")
+finally:
+    torch.set_num_threads(threads_before)
 plot_curves(throughput, xlabel="num_workers", ylabel="samples/s", logy=True, title="loader throughput on this machine")
 
 # %% [markdown]
@@ -1118,7 +1152,8 @@ print(f"after load_state_dict(deepcopy(state_dict()) taken before): {batch_loss(
 # Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
-# `python -m graders check pad_collate my_answer.py`.
+# `python -m graders check pad_collate my_answer.py`. That runs every check of
+# the exercise, the hidden ones included.
 #
 # When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
 # without the demonstrations in between: put everything your answer needs, helpers included, in its

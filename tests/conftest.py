@@ -14,6 +14,8 @@ import pytest
 import torch
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module="jupyter_client")
+# Tests never download: chapter 04's notebook (run by nbgrader and JupyterLab tests) then uses its offline data.
+os.environ.setdefault("COURSE_OFFLINE", "1")
 
 
 def _cuda_param():
