@@ -818,7 +818,8 @@ plot_curves({"norm before clipping": log["before"], "norm after clipping": log["
 # Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
 # check cells: each check prints `PASS` or `FAIL` with what went wrong. More checks run when your
 # notebook is graded. You can also check a file from a terminal:
-# `python -m graders check gradient_norm_study my_answer.py`.
+# `python -m graders check gradient_norm_study my_answer.py`. That runs every check of
+# the exercise, the hidden ones included.
 #
 # When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
 # without the demonstrations in between: put everything your answer needs, helpers included, in its

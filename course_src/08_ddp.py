@@ -988,7 +988,8 @@ print("the checkpoint rank 0 wrote loads into a plain model:",
 # graded. The checks of the last two exercises run your code on real process groups — gloo, 2 or 3 ranks on
 # the CPU (NCCL only on a machine with a GPU for every rank) — with short timeouts, so a collective that never
 # completes fails in seconds. You can also check a file from a terminal:
-# `python -m graders check shard_indices my_answer.py`.
+# `python -m graders check shard_indices my_answer.py`. That runs every check of
+# the exercise, the hidden ones included.
 #
 # When your notebook is graded, only the opening cell (the imports at the top) and your answer cells run,
 # without the demonstrations in between: put everything your answer needs, helpers included, in its
