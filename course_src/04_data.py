@@ -261,7 +261,8 @@ except RuntimeError:                                                # "Dataset n
             image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
             source = "FashionMNIST (downloaded)"
         except Exception as error:                                   # no network, proxy, full disk, ...
-            print(f"the download failed ({type(error).__name__}: {str(error)[:120]}); using the offline stand-in")
+            reason = (str(error).strip().splitlines() or [""])[-1][:160]   # the last line says why
+            print(f"the download failed ({type(error).__name__}: {reason}); using the offline stand-in")
         finally:
             socket.setdefaulttimeout(default_timeout)
 
