@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -225,73 +219,6 @@ def test_close_number_treats_non_finite_values_as_told(got, expected, any_nonfin
     from graders.compare import close_number
 
     assert close_number(got, expected, rtol=1e-5, any_nonfinite=any_nonfinite) is same
-
-
-_KERNEL = """
-import os, signal, sys
-import graders
-namespace = {}
-exec(open(sys.argv[1]).read(), namespace)
-graders.check("sliding_window", namespace, "contiguous_input")  # through the judge server, as in a notebook
-from graders.judge_server import client
-print("judge log:", os.path.exists(client().log_path), flush=True)
-if sys.argv[2] == "killed":  # a kernel killed by Jupyter cannot clean up: its judge must
-    os.kill(os.getpid(), signal.SIGKILL)
-"""
-
-
-@pytest.mark.parametrize("ending", ["exits", "killed", "jupyter"])
-def test_a_kernels_judge_leaves_no_temporary_files(ending):
-    """Every kernel used to leave a judge log and a pymp-* folder in /tmp (hundreds after a day of tests).
-
-    "jupyter" is a real IPython kernel shut down as JupyterLab and nbgrader do it: ipykernel then terminates
-    every child in its process group, which used to kill the judge before it could clean up (a pymp-* folder
-    left per kernel) and made each shutdown take 2.6 s. The judge now leads a process group of its own."""
-    answer = Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window"
-    answer = sorted(answer.glob("correct_*.py"))[0]
-    # A folder of its own with a short path: multiprocessing puts a socket in it, and a socket's path may not
-    # exceed about 100 bytes (pytest's tmp_path under xdist is too long for that).
-    temp = Path(tempfile.mkdtemp(prefix="judge-test-"))
-    try:
-        _kernel_leaves_nothing(temp, answer, ending)
-    finally:
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _kernel_leaves_nothing(temp, answer, ending):
-    if ending == "jupyter":
-        _in_a_jupyter_kernel(temp, answer)
-    else:
-        kernel = subprocess.run([sys.executable, "-c", _KERNEL, str(answer), ending], capture_output=True, text=True,
-                                env={**os.environ, "TMPDIR": str(temp)}, timeout=120)
-        assert "judge log: True" in kernel.stdout, kernel.stdout + kernel.stderr
-    # The kernel does not wait for its judge to end: the judge notices its stdin close and cleans up after.
-    prefixes = ("course-judge-",) if ending == "killed" else ("course-judge-", "pymp-")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(p.name.startswith(prefixes) for p in temp.iterdir()):
-        time.sleep(0.1)
-    left = sorted(p.name for p in temp.iterdir() if p.name.startswith(prefixes))
-    assert not left, f"the judge left {left} behind"
-
-
-def _in_a_jupyter_kernel(temp, answer):
-    from jupyter_client.manager import KernelManager
-
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env={**os.environ, "TMPDIR": str(temp)})
-    kernel = manager.client()
-    kernel.start_channels()
-    try:
-        kernel.wait_for_ready(timeout=60)
-        printed = []
-        code = _KERNEL.replace("sys.argv[1]", repr(str(answer))).replace("sys.argv[2]", repr("exits"))
-        reply = kernel.execute_interactive(code, timeout=60, output_hook=lambda msg: printed.append(
-            msg["content"].get("text", "")))
-        assert reply["content"]["status"] == "ok", printed
-        assert "judge log: True" in "".join(printed), printed
-    finally:
-        kernel.stop_channels()
-        manager.shutdown_kernel()
 
 
 def test_a_singledispatch_answer_from_a_notebook_is_copied_with_its_registrations():

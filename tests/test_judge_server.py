@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,8 +39,10 @@ def test_a_request_survives_json_unchanged(source, load_error):
 
 
 # A "kernel": a process that grades one answer through graders.check, as a notebook's check cell does.
+# argv: the answer file, then how it behaves: "" (plainly), "claims the instructor" (answers with the reference,
+# as the instructor's own notebook does) or "killed" (killed after its check, as Jupyter kills a stuck kernel).
 _KERNEL = """
-import sys, graders
+import os, signal, sys, graders
 from graders.judge_server import client
 namespace = {}
 exec(open(sys.argv[1]).read(), namespace)
@@ -50,13 +53,16 @@ try:
 except AssertionError:
     pass
 print("own judge started:", client()._process is not None, flush=True)
+print("judge log:", bool(client().log_path) and os.path.exists(client().log_path), flush=True)
+if sys.argv[2] == "killed":  # a kernel killed by Jupyter cannot clean up: its judge must
+    os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
 def _kernel(answer: Path, env: dict, how: str = "") -> str:
     done = subprocess.run([sys.executable, "-c", _KERNEL, str(answer), how], capture_output=True, text=True, env=env,
                           timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == (-signal.SIGKILL if how == "killed" else 0), done.stderr
     return done.stdout
 
 
@@ -120,3 +126,55 @@ def test_a_hostile_connection_neither_crashes_the_shared_judge_nor_keeps_the_nex
             assert connection.recv(1) == b""  # hung up on
     out = _kernel(sorted(SLIDING.glob("correct_*.py"))[0], env)
     assert "PASS  sliding_window: contiguous_input" in out and judge.poll() is None
+
+
+@pytest.mark.parametrize("ending", ["exits", "killed", "jupyter"])
+def test_a_kernels_judge_leaves_no_temporary_files(ending):
+    """Every kernel used to leave a judge log and a pymp-* folder in /tmp (hundreds after a day of tests).
+
+    "jupyter" is a real IPython kernel shut down as JupyterLab and nbgrader do it: ipykernel then terminates
+    every child in its process group, which used to kill the judge before it could clean up (a pymp-* folder
+    left per kernel) and made each shutdown take 2.6 s. The judge now leads a process group of its own."""
+    answer = sorted(SLIDING.glob("correct_*.py"))[0]
+    # A folder of its own with a short path: multiprocessing puts a socket in it, and a socket's path may not
+    # exceed about 100 bytes (pytest's tmp_path under xdist is too long for that).
+    temp = Path(tempfile.mkdtemp(prefix="judge-test-"))
+    try:
+        _kernel_leaves_nothing(temp, answer, ending)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _kernel_leaves_nothing(temp, answer, ending):
+    if ending == "jupyter":
+        _in_a_jupyter_kernel(temp, answer)
+    else:
+        printed = _kernel(answer, {**os.environ, "TMPDIR": str(temp)}, "killed" if ending == "killed" else "")
+        assert "judge log: True" in printed, printed
+    # The kernel does not wait for its judge to end: the judge notices its stdin close and cleans up after.
+    prefixes = ("course-judge-",) if ending == "killed" else ("course-judge-", "pymp-")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(p.name.startswith(prefixes) for p in temp.iterdir()):
+        time.sleep(0.1)
+    left = sorted(p.name for p in temp.iterdir() if p.name.startswith(prefixes))
+    assert not left, f"the judge left {left} behind"
+
+
+def _in_a_jupyter_kernel(temp, answer):
+    from jupyter_client.manager import KernelManager
+
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(env={**os.environ, "TMPDIR": str(temp)})
+    kernel = manager.client()
+    kernel.start_channels()
+    try:
+        kernel.wait_for_ready(timeout=60)
+        printed = []
+        code = _KERNEL.replace("sys.argv[1]", repr(str(answer))).replace("sys.argv[2]", repr(""))
+        reply = kernel.execute_interactive(code, timeout=60, output_hook=lambda msg: printed.append(
+            msg["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok", printed
+        assert "judge log: True" in "".join(printed), printed
+    finally:
+        kernel.stop_channels()
+        manager.shutdown_kernel()
