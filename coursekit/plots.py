@@ -80,9 +80,12 @@ def show_layouts(tensors: Sequence[tuple[torch.Tensor, str]], storage_label: str
 
 def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", ylabel: str = "loss",
                 title: str | None = None, logx: bool = False, logy: bool = False, marks: dict[str, float] | None = None,
-                legend_outside: bool = False):
+                legend_outside: bool = False, ylim: tuple[float | None, float | None] | None = None):
     """Several named curves on one axis (loss curves, timings); ``marks`` draws labelled vertical lines;
-    ``legend_outside`` puts the legend to the right of the axes, where it cannot cover a curve."""
+    ``legend_outside`` puts the legend to the right of the axes, where it cannot cover a curve; ``ylim`` keeps the
+    y-axis to the informative part (a diverging loss would otherwise flatten everything before it).
+
+    A curve given as a plain sequence is drawn against its index (a step, a layer): whole-number ticks only."""
     fig, ax = plt.subplots(figsize=(8.5, 3.6) if legend_outside else None)
     for name, values in curves.items():
         ax.plot(list(values), label=name) if not isinstance(values, tuple) else ax.plot(*values, label=name)
@@ -94,6 +97,12 @@ def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", yla
     xs = [x for values in curves.values() if isinstance(values, tuple) for x in values[0]]
     if xs and not logx and all(float(x).is_integer() for x in xs):
         ax.set_xticks(sorted(set(xs)))  # counts (workers, epochs): no fractional ticks
+    elif not xs:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # indices: "layer 2.5" does not exist
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     if legend_outside:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)

@@ -34,3 +34,15 @@ def test_a_colour_image_past_the_scale_is_clipped_not_rescaled():
     assert float(first.images[0].get_array().max()) == 1.0 and first.get_xlabel() == "200 to 200"
     assert not unused.images and not unused.axison
     pyplot.close("all")
+
+
+def test_curves_against_their_index_get_whole_number_ticks_and_ylim_clips():
+    """A curve given as a list is drawn against its index (a layer, a step): no tick at "layer 2.5". ``ylim``
+    keeps a loss that explodes at the end from flattening the informative part."""
+    pyplot.close("all")
+    plots.plot_curves({"norm": [1.0, 0.5, 0.25]}, xlabel="layer", ylim=(0.0, 2.0))
+    ax = pyplot.gcf().axes[0]
+    ticks = [t for t in ax.get_xticks() if 0 <= t <= 2]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert tuple(ax.get_ylim()) == (0.0, 2.0)
+    pyplot.close("all")
