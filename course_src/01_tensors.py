@@ -13,11 +13,16 @@
 #
 # **In this chapter** you will
 # 1. take a tensor apart into storage, shape, strides and storage offset;
-# 2. see which operations make *views* that share storage, and prove it by writing through them;
+# 2. see which operations make *views* that share storage, and prove it by writing through them
+#    (NumPy arrays included);
 # 3. learn PyTorch's exact rule for `is_contiguous()`, and the difference between `view` and `reshape`;
 # 4. see broadcasting as a stride-0 view, and the shape bug it hides;
 # 5. meet the dtype traps that tabular and NumPy data set;
 # 6. write three graded exercises: `contiguous_strides`, `is_contiguous` and `sliding_window`.
+#
+# Cells headed **Predict, then run** ask you to guess before you look: replace the `...` after `guess =`
+# with your prediction and run the cell. It tells you whether you were right and why; a wrong guess
+# never stops the notebook.
 #
 # Every chapter opens the same way: fixed seeds, the device, the versions in use.
 
@@ -27,6 +32,7 @@ import torch
 
 from coursekit import start_chapter
 from coursekit.plots import plot_bars, show_layouts
+from coursekit.practice import predict, uses_your_answer
 from graders import check
 
 device = start_chapter("01_tensors")
@@ -57,6 +63,17 @@ i, j = 2, 1
 position = t.storage_offset() + i * t.stride(0) + j * t.stride(1)
 flat = t.flatten()  # t is contiguous, so flatten() is a view in storage order
 print(f"t[{i}, {j}] = {t[i, j].item()} and storage[{position}] = {flat[position].item()}")
+
+# %% [markdown]
+# **Predict, then run.** Slicing makes a new record over the same storage. What are the strides and
+# the storage offset of `t[1:, ::2]` (rows 1 and 2, every other column)? Use the formula: where does
+# its element `(0, 0)` live, and how far apart are its neighbours?
+
+# %%
+guess = ...   # your prediction: ((stride0, stride1), storage_offset)
+corner = t[1:, ::2]
+predict("01.slice_step_layout", guess, (corner.stride(), corner.storage_offset()),
+        why="the step 2 doubles the column stride (1 -> 2); starting at row 1 skips one row of 4")
 
 # %% [markdown]
 # ## 2. Views share storage
@@ -113,6 +130,17 @@ print("their storages' data_ptr() equal:", x.untyped_storage().data_ptr() == tai
 print("gap in bytes:", tail.data_ptr() - x.data_ptr(), "= offset", tail.storage_offset(), "x", x.element_size(), "bytes")
 
 # %% [markdown]
+# **Predict, then run.** Which of these four share storage with `base` (the `(2, 3)` tensor drawn
+# above)? The last two pick the same elements, columns 0 and 2, in two different ways.
+
+# %%
+candidates = [base[0], base.t(), base[:, ::2], base[:, [0, 2]]]
+guess = ...   # your prediction: four True/False in the order above, e.g. (True, False, False, True)
+shares = tuple(v.untyped_storage().data_ptr() == base.untyped_storage().data_ptr() for v in candidates)
+predict("01.which_share_storage", guess, shares,
+        why="indexing with a list of positions (advanced indexing) always copies; a stepped slice is a view")
+
+# %% [markdown]
 # ### Trap: writing through a view changes the original
 #
 # Because a view *is* the same memory, an in-place write through it changes the base — and every
@@ -131,14 +159,53 @@ top_two.zero_()
 print("with clone():                  ", scores)
 
 # %% [markdown]
-# NumPy and PyTorch can share memory too: `torch.from_numpy` returns a tensor over the array's own
-# buffer, so a change on one side shows on the other. `torch.tensor(array)` copies.
+# ### Trap: NumPy arrays and tensors share memory, both ways
+#
+# `torch.from_numpy(array)` returns a tensor over the array's own buffer, and `tensor.numpy()` returns an
+# array over the tensor's storage. Neither copies, so a write on one side shows on the other.
+# (`torch.tensor(array)` does copy.) The surprise comes when you convert to NumPy to get "a copy to
+# edit" — for plotting, clipping, post-processing — and the tensor changes under you.
 
 # %%
 array = np.zeros(3)
 shared, copied = torch.from_numpy(array), torch.tensor(array)
 array[0] = 7.0
 print("from_numpy:", shared, "| torch.tensor:", copied)
+
+weights = torch.ones(3)
+edited = weights.numpy()          # "a NumPy copy to edit" ...
+edited[0] = -1.0
+print("weights after editing weights.numpy():       ", weights)   # ... was not a copy
+
+weights = torch.ones(3)
+edited = weights.numpy().copy()   # the fix: .copy() gives the array its own memory
+edited[0] = -1.0
+print("weights after editing weights.numpy().copy():", weights)
+
+# %% [markdown]
+# `.numpy()` refuses a tensor that requires grad: NumPy cannot record operations for autograd, so
+# PyTorch makes you leave the graph on purpose with `detach()`. The detached array is *still the same
+# memory* — a write into it changes the tensor, and autograd never hears of it. Use
+# `w.detach().numpy().copy()` (or `w.detach().clone().numpy()`) when you want an independent array.
+
+# %%
+w = torch.zeros(3, requires_grad=True)
+try:
+    w.numpy()
+except RuntimeError as error:
+    print("w.numpy(): RuntimeError:", str(error).splitlines()[0])
+w_array = w.detach().numpy()      # works: same memory, outside the graph
+w_array[0] = 5.0
+print("w after writing 5 into w.detach().numpy():", w)
+print("on a CPU tensor .cpu() returns the tensor itself:", weights.cpu() is weights)
+
+# %% [markdown]
+# A NumPy array always lives in CPU memory, so a tensor on a GPU has no NumPy view at all: `.numpy()` on a
+# CUDA tensor raises a `TypeError` that ends "Use Tensor.cpu() to copy the tensor to host memory first".
+# `t.cpu().numpy()` (with `detach()` first if `t` requires grad) then gives an array over that CPU *copy*,
+# so writing into it does not change the GPU tensor. Mind the difference the last line above shows: on a
+# CPU tensor `.cpu()` returns the tensor itself, so the same `t.cpu().numpy()` *shares* memory there.
+# (This chapter does not run the GPU case: the machine may have no GPU. Chapter 05 is about devices.)
 
 # %% [markdown]
 # ## 3. Contiguity, `view` and `reshape`
@@ -165,6 +232,18 @@ layouts = {
 }
 for name, v in layouts.items():
     print(f"{name:24s} shape {str(tuple(v.shape)):10s} stride {str(v.stride()):10s} contiguous: {v.is_contiguous()}")
+
+# %% [markdown]
+# **Predict, then run.** Is the first column of a `(3, 4)` tensor, `[:, :1]`, contiguous? And the
+# transpose of a `(4, 1)` column, which has shape `(1, 4)`? Walk the rule above, skipping size-1 dims.
+
+# %%
+first_column = torch.empty(3, 4)[:, :1]   # shape (3, 1)
+column_t = torch.empty(4, 1).t()          # shape (1, 4)
+guess = ...   # your prediction: (first_column contiguous?, column_t contiguous?), e.g. (True, True)
+predict("01.contiguous_size_one", guess, (first_column.is_contiguous(), column_t.is_contiguous()),
+        why=f"strides {first_column.stride()}: after skipping the size-1 dim, 4 is not 1; "
+            f"strides {column_t.stride()}: only the size-4 dim counts, and its stride is 1")
 
 # %% [markdown]
 # ### Trap: `view` refuses a layout it cannot describe
@@ -195,7 +274,7 @@ print("wide contiguous:", wide.is_contiguous(), "| wide.view(3, 2, 2, 2) works, 
 flat = m.reshape(6)
 print("reshape of the transposed m copied:", flat.untyped_storage().data_ptr() != m.untyped_storage().data_ptr())
 flat[0] = 100.0
-print("m[0, 0] after writing 100 into it:", m[0, 0].item())
+print("m[0, 0] after writing 100 into flat[0]:", m[0, 0].item())
 rows = torch.arange(6.0).reshape(2, 3)
 as_view = rows.reshape(3, 2)          # contiguous input: reshape returns a view
 as_view[0, 0] = 100.0
@@ -220,8 +299,9 @@ print("channels_last strides", cl.stride(), "contiguous:", cl.is_contiguous(),
 # %% [markdown]
 # ## 4. Broadcasting is a stride-0 view
 #
-# When shapes differ, PyTorch lines them up from the right and stretches every size-1 dim to match —
-# without copying, by giving the stretched dim stride 0, exactly like `expand`:
+# When shapes differ, PyTorch lines them up from the right, treats a missing dim on the left as size 1,
+# and stretches every size-1 dim to match — without copying, by giving the stretched dim stride 0,
+# exactly like `expand`:
 
 # %%
 col = torch.tensor([[1.0], [2.0], [3.0]])      # (3, 1)
@@ -232,11 +312,20 @@ print("row as broadcast:", tuple(row_b.shape), "strides", row_b.stride())
 print(col + row)
 
 # %% [markdown]
+# **Predict, then run.** What is the shape of `col + torch.zeros(2, 1, 4)`, with `col` the `(3, 1)`
+# tensor above?
+
+# %%
+guess = ...   # your prediction: a shape, e.g. (3, 4)
+predict("01.broadcast_shape", guess, tuple((col + torch.zeros(2, 1, 4)).shape),
+        why="col counts as (1, 3, 1); against (2, 1, 4) every size-1 dim stretches, giving (2, 3, 4)")
+
+# %% [markdown]
 # ### Trap: a shape bug that broadcasting hides
 #
 # A model returns predictions of shape `(N, 1)`; the targets have shape `(N,)`. Subtracting them does
-# not fail: `(N, 1) - (N,)` broadcasts to `(N, N)`, every prediction minus every target. The "loss" is
-# a number, training runs, and it is simply wrong.
+# not fail: the targets count as `(1, N)`, so `(N, 1) - (N,)` broadcasts to `(N, N)`, every prediction
+# minus every target. The "loss" is a number, training runs, and it is simply wrong.
 
 # %%
 predictions = torch.tensor([[1.0], [2.0], [3.0]])   # (3, 1), as a Linear(…, 1) layer returns them
@@ -279,7 +368,7 @@ plot_bars({k: v / 1024 for k, v in sizes.items()}, ylabel="KiB of storage", titl
 # PyTorch's default floating type is `float32`. Two common sources hand you something else:
 #
 # * **integer data** — labels, counts, categorical columns — becomes `int64`, and many operations
-#   refuse it or round silently;
+#   refuse it or truncate silently;
 # * **NumPy** uses `float64` by default, and `torch.from_numpy` keeps it, so a `float32` model meets
 #   `float64` input.
 
@@ -313,20 +402,32 @@ n[0] = 2.9          # written into an int64 tensor: truncated, no warning
 print("after writing 2.9 into an int64 tensor:", n.tolist())
 
 # %% [markdown]
+# **Predict, then run.** Two dtypes: `torch.tensor` (not `from_numpy`) of a NumPy float array, and the
+# int64 `counts` from above plus the Python float `0.5`.
+
+# %%
+guess = ...   # your prediction: two dtype names, e.g. ("float32", "int64")
+from_array = torch.tensor(np.array([0.5, 1.5]))
+predict("01.dtype_sources", guess, (from_array.dtype, (counts + 0.5).dtype),
+        why="torch.tensor keeps the array's float64; int64 plus a Python float gets the default float32")
+
+# %% [markdown]
 # ## Summary
 #
 # * A tensor = storage + dtype + shape + strides + storage offset; element `(i, j)` lives at
 #   `offset + i·stride[0] + j·stride[1]`.
 # * Slicing, `t`/`transpose`/`permute`, `narrow`, `expand`, `unfold`, `as_strided` make views that share
-#   storage; writes go through; `clone()` and `torch.tensor(...)` copy; `torch.from_numpy` shares.
+#   storage; writes go through; `clone()`, `torch.tensor(...)` and indexing with a list copy.
+# * `torch.from_numpy` and `.numpy()` share memory with NumPy (`.copy()` when you want independence);
+#   `.numpy()` needs `detach()` on a tensor that requires grad, and `.cpu()` first on a GPU.
 # * Contiguous = strides are the C-order products (size-1 dims skipped; empty tensors always count).
 #   `view` needs a layout it can describe (not necessarily contiguous); `reshape` returns a view when it
 #   can and copies silently when it must, so writes into it may or may not reach the original.
 # * Broadcasting = stride-0 expansion; check shapes where tensors meet.
 # * Convert integer and NumPy `float64` *features* deliberately (`.float()`); class labels stay
 #   `int64`, which is what `cross_entropy` and indexing expect.
-#
-# ---
+
+# %% [markdown]
 # # Exercises
 #
 # Each exercise has a cell for your answer and check cells below it. Run your answer cell, then the
@@ -439,5 +540,6 @@ check("sliding_window", globals(), "storage_offset", "edge_sizes", "does_not_cal
 # slots, and nothing was copied.
 
 # %%
-x = torch.arange(10.0)[1::2]
-show_layouts([(x, "x = arange(10)[1::2]"), (sliding_window(x, 3, 1), "sliding_window(x, 3, 1)")])
+with uses_your_answer("sliding_window"):
+    x = torch.arange(10.0)[1::2]
+    show_layouts([(x, "x = arange(10)[1::2]"), (sliding_window(x, 3, 1), "sliding_window(x, 3, 1)")])

@@ -73,8 +73,8 @@ def _canonical(value: Any) -> Any:
 
 
 def _same(guess: Any, actual: Any, unordered: bool, rel_tol: float) -> bool:
-    if unordered and isinstance(actual, tuple) and isinstance(guess, tuple):
-        guess, actual = frozenset(guess), frozenset(actual)
+    if unordered and isinstance(actual, (tuple, frozenset)) and isinstance(guess, (tuple, frozenset)):
+        guess, actual = frozenset(guess), frozenset(actual)  # a set or a list, in any order
     if isinstance(actual, frozenset) and isinstance(guess, tuple):
         guess = frozenset(guess)  # a list answers a set question
     if isinstance(actual, bool) or isinstance(guess, bool):
@@ -89,19 +89,27 @@ def _same(guess: Any, actual: Any, unordered: bool, rel_tol: float) -> bool:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
+    if isinstance(value, (set, frozenset)):  # a set's order changes from one process to the next: sort it
+        text = "{" + ", ".join(sorted(map(repr, value))) + "}" if value else "set()"
+    else:
+        text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
 
 
 def predict(question: str, guess: Any, actual: Any, *, why: str = "", unordered: bool = False,
-            rel_tol: float = 1e-3) -> bool | None:
+            rel_tol: float = 1e-3) -> None:
     """Compare a prediction with the value the code really gives; print the verdict and return it.
 
     ``question`` names the prompt (chapter, then a short name). ``guess`` is ``...`` until the student writes a
     prediction. Sizes, lists and tuples compare element by element (a list answers a tuple question), dtypes by
-    name, floats within ``rel_tol``, and with ``unordered`` a sequence's order does not matter. Returns True
-    (right), False (not right) or None (no prediction yet). Never raises.
+    name, floats within ``rel_tol``, and with ``unordered`` a sequence's order does not matter. Prints the
+    verdict and returns None (so that a prompt as a cell's last line shows nothing more). Never raises.
     """
+    _judge(question, guess, actual, why=why, unordered=unordered, rel_tol=rel_tol)
+
+
+def _judge(question: str, guess: Any, actual: Any, *, why: str, unordered: bool, rel_tol: float) -> bool | None:
+    """:func:`predict`'s verdict: True (right), False (not right) or None (no prediction yet)."""
     from_reference = guess is NOT_ANSWERED and _instructor()
     if from_reference:
         guess = _reference(question)
@@ -142,7 +150,7 @@ def uses_your_answer(*names: str):
     except NameError as error:
         if _instructor():
             raise
-        print(f"This cell uses your {listed}, but {error}: run the cell that defines it first.")
+        print(f"This cell uses your {listed}, but {error}: the cell that defines it did not finish or was not run.")
     except Exception as error:
         if _instructor():
             raise

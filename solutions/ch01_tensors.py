@@ -45,3 +45,14 @@ def sliding_window(x: torch.Tensor, size: int, step: int = 1) -> torch.Tensor:
     rows = (len(x) - size) // step + 1
     (element_stride,) = x.stride()
     return x.as_strided((rows, size), (step * element_stride, element_stride), x.storage_offset())
+
+
+# The answers to the chapter's "predict, then run" prompts, worked out by hand (coursekit.practice uses them
+# in the instructor's copy, so every build checks them against what the code gives).
+PREDICTIONS = {
+    "01.slice_step_layout": ((4, 2), 4),
+    "01.which_share_storage": (True, True, True, False),
+    "01.contiguous_size_one": (False, True),
+    "01.broadcast_shape": (2, 3, 4),
+    "01.dtype_sources": ("float64", "float32"),
+}

@@ -11,6 +11,11 @@ from coursekit import practice
 from coursekit.practice import predict, uses_your_answer
 
 
+def judged(question, guess, actual, **options):
+    """predict's verdict (it prints it and returns None): True, False, or None for "no prediction yet"."""
+    return practice._judge(question, guess, actual, **{"why": "", "unordered": False, "rel_tol": 1e-3, **options})
+
+
 @pytest.fixture
 def student(monkeypatch):
     monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)
@@ -37,6 +42,7 @@ RIGHT = [
     ({"b", "a"}, {"a", "b"}, {}),
     (["weight", "bias"], {"bias", "weight"}, {}),
     (("b", "a"), ("a", "b"), {"unordered": True}),
+    ({"b", "a"}, ["a", "b"], {"unordered": True}),
     (None, None, {}),
     ({"lr": 0.1}, {"lr": 0.1}, {}),
     (np.array([1, 2]), (1, 2), {}),
@@ -58,20 +64,20 @@ WRONG = [
 
 @pytest.mark.parametrize("guess, actual, options", RIGHT)
 def test_a_right_prediction_in_any_equivalent_form_is_right(student, capsys, guess, actual, options):
-    assert predict("01.q", guess, actual, **options) is True
+    assert judged("01.q", guess, actual, **options) is True
     assert capsys.readouterr().out.startswith("RIGHT  01.q:")
 
 
 @pytest.mark.parametrize("guess, actual, options", WRONG)
 def test_a_wrong_prediction_shows_the_real_value_and_why(student, capsys, guess, actual, options):
-    assert predict("01.q", guess, actual, why="because of the strides", **options) is False
+    assert judged("01.q", guess, actual, why="because of the strides", **options) is False
     out = capsys.readouterr().out
     assert out.startswith("NOT YET  01.q: you predicted") and repr(actual)[:20] in out
     assert "why: because of the strides" in out
 
 
 def test_an_unanswered_prompt_asks_and_does_not_reveal(student, capsys):
-    assert predict("01.q", ..., (1, 3)) is None
+    assert judged("01.q", ..., (1, 3)) is None
     out = capsys.readouterr().out
     assert "write your prediction in place of `...`" in out and "(1, 3)" not in out
 
@@ -86,7 +92,7 @@ class Hostile:
 
 @pytest.mark.parametrize("guess", [Hostile(), torch.ones(2, 2), object(), float("nan"), "x" * 5000])
 def test_a_guess_that_cannot_be_compared_is_wrong_and_never_raises(student, capsys, guess):
-    assert predict("01.q", guess, (1, 3)) is False
+    assert judged("01.q", guess, (1, 3)) is False
     out = capsys.readouterr().out
     assert out.startswith("NOT YET") and max(len(line) for line in out.splitlines()) < 400
 
@@ -95,11 +101,11 @@ def test_the_instructor_copy_uses_the_hand_written_key(instructor, capsys, monke
     import solutions.ch01_tensors as chapter
 
     monkeypatch.setattr(chapter, "PREDICTIONS", {"01.q": (1, 3)}, raising=False)
-    assert predict("01.q", ..., (1, 3)) is True
+    assert judged("01.q", ..., (1, 3)) is True
     assert "the reference prediction" in capsys.readouterr().out
-    assert predict("01.q", ..., (3, 1)) is False  # a key that disagrees with the code shows up as NOT YET
+    assert judged("01.q", ..., (3, 1)) is False  # a key that disagrees with the code shows up as NOT YET
     assert capsys.readouterr().out.startswith("NOT YET")
-    assert predict("01.missing", ..., 1) is None
+    assert judged("01.missing", ..., 1) is None
     assert "no reference prediction" in capsys.readouterr().out
 
 
@@ -118,7 +124,7 @@ def test_the_guard_names_the_unfinished_answer_and_lets_the_notebook_go_on(stude
 
     with uses_your_answer("RangeStream"):
         RangeStreamNotDefined  # noqa: B018, F821 - the answer cell was never run
-    assert "run the cell that defines it first" in capsys.readouterr().out
+    assert "the cell that defines it did not finish or was not run" in capsys.readouterr().out
 
 
 def test_the_guard_hides_nothing_in_the_instructor_copy(instructor):
@@ -135,3 +141,16 @@ def test_the_guard_does_not_swallow_an_interrupt(student):
 
 def test_the_sentinel_is_the_ellipsis():
     assert practice.NOT_ANSWERED is ...
+
+
+def test_a_prompt_as_a_cells_last_line_shows_only_its_verdict(student, capsys):
+    """IPython displays a cell's last value: predict returns None, so the cell shows the printed verdict only."""
+    assert predict("01.q", (1, 3), (1, 3)) is None
+    assert capsys.readouterr().out.startswith("RIGHT")
+
+
+def test_a_set_is_shown_in_the_same_order_in_every_process(student, capsys):
+    """nbval compares the committed output with a new run's, and a set of strings iterates in another order in
+    each process (hash randomisation): the verdict sorts it."""
+    predict("01.q", {"weight"}, {"weight", "bias", "running_mean"})
+    assert "the code gives {'bias', 'running_mean', 'weight'}" in capsys.readouterr().out
