@@ -18,11 +18,14 @@ from graders import registry
 
 registry.load_all_chapters()
 
-# Where a GPU exists, nothing here may touch it: a child forked from a process that has initialised CUDA
-# cannot use CUDA ("Cannot re-initialize CUDA in forked subprocess"), and one forked after a backward cannot
-# run a backward (autograd's device threads), as runs on a GPU machine showed. The first optimizer step
-# loads torch's compiler stack, which may query the GPU: so no warm-up there (each runner pays it instead).
-if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0" and not torch.cuda.is_available():
+# Where a GPU exists, nothing here may touch it, not even to ask whether it is there: torch.cuda.is_available()
+# counts devices, and from then on every child forked from this process fails its first CUDA call ("Cannot
+# re-initialize CUDA in forked subprocess"; seen on an H100 with torch 2.11: every cuda check failed). A child
+# forked after a backward cannot run a backward either (autograd's device threads), and the first optimizer
+# step asks for the accelerator. So the judge, which may ask, decides before it starts this forkserver
+# (graders.isolation._context sets COURSE_RUNNER_WARM_OPTIMIZERS=0 where a GPU exists), and this file only reads
+# its answer.
+if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
     # Gradients are set by hand: no backward here (see above).
     _model = nn.Linear(2, 1)
     for _optimizer in (torch.optim.SGD(_model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(_model.parameters())):

@@ -182,7 +182,17 @@ def _context():
     if method == "forkserver":
         # A clean zygote: torch and the graders imported once, never the judge's values or __main__.
         context.set_forkserver_preload(["graders._preload"])
+        if _gpu_present():
+            # The forkserver must not ask for itself (see graders/_preload.py): it reads this when it starts.
+            os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"
     return context
+
+
+def _gpu_present() -> bool:
+    """Whether a CUDA GPU exists, asked in the judge (which forks nothing without exec when one does)."""
+    import torch
+
+    return torch.cuda.is_available()
 
 
 _MAIN_LOCK = threading.RLock()  # judges in threads (graders.ranks starts its ranks from threads too)
@@ -799,6 +809,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
     watch.install_file_event_recorder()  # before the student's code loads, so an imported os.fsync is seen too
     notes: list[str] = []
     _limit_memory(setup["memory_mb"], setup["device"])
+    _warm_up_device(setup["device"])
     _send(conn, "started", wire.encode(None), notes)
     try:
         namespace, files = _load(setup)
@@ -832,6 +843,26 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             _send(conn, "failed", str(exc), student.notes)
         except BaseException:  # noqa: BLE001 - a broken scenario is the grader's bug, reported as such
             _send(conn, "grader_error", traceback.format_exc(limit=-6), student.notes)
+
+
+def _warm_up_device(device: str) -> None:
+    """Pay a GPU's one-time costs while the runner is starting, which is not the student's time.
+
+    A runner is a new process: its first CUDA operation creates a context, its first matrix product a cuBLAS
+    handle, its first backward autograd's device thread, its first optimizer step the step's kernels. On an
+    H100 with 14 test workers sharing the GPU these took more than a check's 2 s limit, so correct answers
+    were stopped as "did not finish". Nothing random is drawn, so the seeds set above still hold.
+    """
+    if not str(device).startswith("cuda"):
+        return
+    import torch
+
+    weight = torch.ones(8, 8, device=device, requires_grad=True)
+    (weight @ weight).sum().backward()
+    for optimizer in (torch.optim.SGD([weight], lr=0.1, momentum=0.9), torch.optim.Adam([weight])):
+        optimizer.step()
+    torch.cuda.synchronize(device)
+    del weight, optimizer
 
 
 def _reset_global_state(seed: int) -> None:

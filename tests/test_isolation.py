@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -178,3 +179,28 @@ def test_student_code_does_not_outlive_a_killed_judge(tmp_path):
     while _alive(runner) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(runner), "the student's endless loop kept running after its judge was killed"
+
+
+def test_the_forkserver_never_asks_for_a_gpu_where_one_exists(monkeypatch):
+    """torch.cuda.is_available() counts devices, and a process that did so has children whose first CUDA call
+    fails ("Cannot re-initialize CUDA in forked subprocess": on an H100 every cuda check failed so). The judge asks
+    instead and tells the forkserver through its environment; the forkserver's preload then never counts."""
+    import graders.isolation as isolation
+
+    monkeypatch.delenv("COURSE_RUNNER_WARM_OPTIMIZERS", raising=False)
+    monkeypatch.setattr(isolation, "_gpu_present", lambda: True)
+    if isolation.start_method() == "forkserver":
+        isolation._context()
+        assert os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] == "0"
+    counting = textwrap.dedent("""
+        import torch
+        calls = []
+        real = torch._C._cuda_getDeviceCount
+        torch._C._cuda_getDeviceCount = lambda: calls.append(1) or real()
+        import graders._preload
+        print("device counts:", len(calls))
+    """)
+    done = subprocess.run([sys.executable, "-c", counting], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COURSE_RUNNER_WARM_OPTIMIZERS": "0"})
+    assert done.returncode == 0, done.stderr
+    assert "device counts: 0" in done.stdout, done.stdout
