@@ -46,6 +46,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from coursekit import gpu_recording, pick_device, seed_everything, start_chapter
 from coursekit.plots import plot_curves, plot_heatmap, plot_stacked_bars
+from coursekit.practice import uses_your_answer
 from graders import check
 
 device = start_chapter("05_devices")
@@ -1480,26 +1481,27 @@ check("find_max_batch_size", globals(), "releases_the_error", "rejects_bad_argum
 # already is:
 
 # %%
-def show_devices(obj, path="batch"):
-    """One line per leaf of a nested batch: its path, and its device (tensors) or its type (anything else)."""
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            show_devices(value, f"{path}[{key!r}]")
-    elif isinstance(obj, (list, tuple)) and not all(isinstance(v, str) for v in obj):
-        for k, value in enumerate(obj):
-            show_devices(value, f"{path}[{k}]")
-    else:
-        print(f"   {path:28s} {obj.device if isinstance(obj, torch.Tensor) else type(obj).__name__}")
+with uses_your_answer("move_to"):
+    def show_devices(obj, path="batch"):
+        """One line per leaf of a nested batch: its path, and its device (tensors) or its type (anything else)."""
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                show_devices(value, f"{path}[{key!r}]")
+        elif isinstance(obj, (list, tuple)) and not all(isinstance(v, str) for v in obj):
+            for k, value in enumerate(obj):
+                show_devices(value, f"{path}[{k}]")
+        else:
+            print(f"   {path:28s} {obj.device if isinstance(obj, torch.Tensor) else type(obj).__name__}")
 
 
-print("move_to(text_batch, 'meta'):")
-show_devices(move_to(text_batch, "meta"))
-with fake_gpu():
-    on_gpu = move_to(text_batch, "cuda")
-print("move_to(text_batch, 'cuda') on a fake GPU: ids on", on_gpu["ids"].device, "| lengths on", on_gpu["extra"]["lengths"].device)
-on_cpu = move_to(text_batch, "cpu")
-print("move_to(text_batch, 'cpu')['ids'] is text_batch['ids']:", on_cpu["ids"] is text_batch["ids"],
-      "| the dict itself is new:", on_cpu is not text_batch)
+    print("move_to(text_batch, 'meta'):")
+    show_devices(move_to(text_batch, "meta"))
+    with fake_gpu():
+        on_gpu = move_to(text_batch, "cuda")
+    print("move_to(text_batch, 'cuda') on a fake GPU: ids on", on_gpu["ids"].device, "| lengths on", on_gpu["extra"]["lengths"].device)
+    on_cpu = move_to(text_batch, "cpu")
+    print("move_to(text_batch, 'cpu')['ids'] is text_batch['ids']:", on_cpu["ids"] is text_batch["ids"],
+          "| the dict itself is new:", on_cpu is not text_batch)
 
 # %% [markdown]
 # Once `PositionalEncoding` passes, look at its table — each column a sine or cosine whose wavelength
@@ -1507,44 +1509,46 @@ print("move_to(text_batch, 'cpu')['ids'] is text_batch['ids']:", on_cpu["ids"] i
 # on a fake GPU with section 2's and section 4's modes:
 
 # %%
-encoding = PositionalEncoding(64, max_len=128)
-plot_heatmap(encoding.pe.T, xlabel="position p", ylabel="column of pe (2i: sine, 2i + 1: cosine)",
-             title="PositionalEncoding(64, max_len=128).pe, transposed", colorbar="value")
-print("parameters:", sum(p.numel() for p in encoding.parameters()), "| state_dict keys:", list(encoding.state_dict()),
-      "| buffers:", [name for name, _ in encoding.named_buffers()])
-for target in ("meta", "cuda"):
-    module, x = PositionalEncoding(64, max_len=128), torch.randn(2, 10, 64)
-    with fake_gpu() if target == "cuda" else contextlib.nullcontext():
-        module.to(target)
-        x = x.to(target)
-        with WatchCreation() as watch, CountSyncs() as syncs:
-            out = module(x)
-    print(f"on {target:4s}: output {tuple(out.shape)} on {out.device} | tensors created: {watch.created or 'none'}"
-          f" | waits: {sum(syncs.counts.values())}")
+with uses_your_answer("PositionalEncoding"):
+    encoding = PositionalEncoding(64, max_len=128)
+    plot_heatmap(encoding.pe.T, xlabel="position p", ylabel="column of pe (2i: sine, 2i + 1: cosine)",
+                 title="PositionalEncoding(64, max_len=128).pe, transposed", colorbar="value")
+    print("parameters:", sum(p.numel() for p in encoding.parameters()), "| state_dict keys:", list(encoding.state_dict()),
+          "| buffers:", [name for name, _ in encoding.named_buffers()])
+    for target in ("meta", "cuda"):
+        module, x = PositionalEncoding(64, max_len=128), torch.randn(2, 10, 64)
+        with fake_gpu() if target == "cuda" else contextlib.nullcontext():
+            module.to(target)
+            x = x.to(target)
+            with WatchCreation() as watch, CountSyncs() as syncs:
+                out = module(x)
+        print(f"on {target:4s}: output {tuple(out.shape)} on {out.device} | tensors created: {watch.created or 'none'}"
+              f" | waits: {sum(syncs.counts.values())}")
 
 # %% [markdown]
 # Once `find_max_batch_size` passes, give it a stand-in for a training step that raises
 # `torch.OutOfMemoryError` above a size you choose, and watch which sizes it tries:
 
 # %%
-def stand_in_step(fits_up_to):
-    """A try_batch that records each size it is given and 'runs out of memory' above fits_up_to."""
-    tried = []
+with uses_your_answer("find_max_batch_size"):
+    def stand_in_step(fits_up_to):
+        """A try_batch that records each size it is given and 'runs out of memory' above fits_up_to."""
+        tried = []
 
-    def try_batch(b):
-        tried.append(b)
-        if b > fits_up_to:
-            raise torch.OutOfMemoryError(f"CUDA out of memory (a stand-in: only {fits_up_to} fit)")
+        def try_batch(b):
+            tried.append(b)
+            if b > fits_up_to:
+                raise torch.OutOfMemoryError(f"CUDA out of memory (a stand-in: only {fits_up_to} fit)")
 
-    return try_batch, tried
+        return try_batch, tried
 
 
-for start, limit, fits_up_to in [(1, 10, 6), (1, 4096, 300), (8, 100, 1000), (16, 4096, 1500)]:
-    try_batch, tried = stand_in_step(fits_up_to)
-    found = find_max_batch_size(try_batch, start=start, limit=limit)
-    bound = math.ceil(math.log2(limit / start)) + math.ceil(math.log2(limit - start + 1)) + 1
-    print(f"start={start:2d} limit={limit:4d}, fits up to {fits_up_to:4d}: found {found:4d} in {len(tried):2d} tries "
-          f"(at most {bound}): {tried}")
+    for start, limit, fits_up_to in [(1, 10, 6), (1, 4096, 300), (8, 100, 1000), (16, 4096, 1500)]:
+        try_batch, tried = stand_in_step(fits_up_to)
+        found = find_max_batch_size(try_batch, start=start, limit=limit)
+        bound = math.ceil(math.log2(limit / start)) + math.ceil(math.log2(limit - start + 1)) + 1
+        print(f"start={start:2d} limit={limit:4d}, fits up to {fits_up_to:4d}: found {found:4d} in {len(tried):2d} tries "
+              f"(at most {bound}): {tried}")
 
 # %% [markdown]
 # And with section 5's meta count as the judge: the largest batch of the recorded MLP whose Adam step would
@@ -1552,15 +1556,16 @@ for start, limit, fits_up_to in [(1, 10, 6), (1, 4096, 300), (8, 100, 1000), (16
 # stand-in only shows the search).
 
 # %%
-def fits_in_budget(budget_bytes):
-    def try_batch(b):
-        if sum(step_memory_on_meta(make_recorded_mlp, b, MLP["mlp_width"]).values()) > budget_bytes:
-            raise torch.OutOfMemoryError(f"batch {b} needs more than the imagined {budget_bytes / 2**30:.0f} GiB")
-    return try_batch
+with uses_your_answer("find_max_batch_size"):
+    def fits_in_budget(budget_bytes):
+        def try_batch(b):
+            if sum(step_memory_on_meta(make_recorded_mlp, b, MLP["mlp_width"]).values()) > budget_bytes:
+                raise torch.OutOfMemoryError(f"batch {b} needs more than the imagined {budget_bytes / 2**30:.0f} GiB")
+        return try_batch
 
 
-largest = find_max_batch_size(fits_in_budget(2**30), start=256, limit=65536)
-print(f"largest batch within 1 GiB by the meta count: {largest}")
-for b in (largest, largest + 1):
-    print(f"   batch {b}: {sum(step_memory_on_meta(make_recorded_mlp, b, MLP['mlp_width']).values()):,} bytes "
-          f"(the budget: {2**30:,})")
+    largest = find_max_batch_size(fits_in_budget(2**30), start=256, limit=65536)
+    print(f"largest batch within 1 GiB by the meta count: {largest}")
+    for b in (largest, largest + 1):
+        print(f"   batch {b}: {sum(step_memory_on_meta(make_recorded_mlp, b, MLP['mlp_width']).values()):,} bytes "
+              f"(the budget: {2**30:,})")

@@ -44,6 +44,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from coursekit import seed_everything, start_chapter
 from coursekit.plots import plot_curves, plot_log_curves, plot_number_formats, plot_scale_over_steps
+from coursekit.practice import uses_your_answer
 from graders import check
 
 device = start_chapter("06_amp")
@@ -999,49 +1000,52 @@ check("amp_train_step", globals(), "clips_after_unscaling", "autocast_forward_on
 # from float32 weights made on the CPU, so that its numbers are reproducible.
 
 # %%
-generator = torch.Generator().manual_seed(0)
-x_study = torch.randn(256, 16, generator=generator)
-w_study = torch.randn(16, 1, generator=generator)
-y_study = torch.sin(x_study @ w_study / 2) + 0.1 * torch.randn(256, 1, generator=generator)
-x_study, y_study = x_study.to(device), y_study.to(device)
+with uses_your_answer("grad_norm_study"):
+    generator = torch.Generator().manual_seed(0)
+    x_study = torch.randn(256, 16, generator=generator)
+    w_study = torch.randn(16, 1, generator=generator)
+    y_study = torch.sin(x_study @ w_study / 2) + 0.1 * torch.randn(256, 1, generator=generator)
+    x_study, y_study = x_study.to(device), y_study.to(device)
 
 
-class WatchedMLP:
-    """make_model for the study: an MLP 16-64-64-64-1; keeps every model it builds and, per model, the largest
-    |gradient| each hidden Linear's weight receives over the whole run."""
+    class WatchedMLP:
+        """make_model for the study: an MLP 16-64-64-64-1; keeps every model it builds and, per model, the largest
+        |gradient| each hidden Linear's weight receives over the whole run."""
 
-    def __init__(self, activation):
-        self.activation = activation
-        self.built, self.largest = [], []
+        def __init__(self, activation):
+            self.activation = activation
+            self.built, self.largest = [], []
 
-    def __call__(self):
-        layers = []
-        for fan_in in (16, 64, 64):
-            layers += [nn.Linear(fan_in, 64), self.activation()]
-        model = nn.Sequential(*layers, nn.Linear(64, 1))
-        largest = {}
-        for index in (0, 2, 4):                                   # the hidden Linears
-            def note(grad, index=index):
-                so_far = largest.get(index, torch.zeros((), device=grad.device))
-                largest[index] = torch.maximum(so_far, grad.abs().max())
-            model[index].weight.register_hook(note)
-        self.built.append(model)
-        self.largest.append(largest)
-        return model
+        def __call__(self):
+            layers = []
+            for fan_in in (16, 64, 64):
+                layers += [nn.Linear(fan_in, 64), self.activation()]
+            model = nn.Sequential(*layers, nn.Linear(64, 1))
+            largest = {}
+            for index in (0, 2, 4):                                   # the hidden Linears
+                def note(grad, index=index):
+                    so_far = largest.get(index, torch.zeros((), device=grad.device))
+                    largest[index] = torch.maximum(so_far, grad.abs().max())
+                model[index].weight.register_hook(note)
+            self.built.append(model)
+            self.largest.append(largest)
+            return model
 
 
-SCHEMES = ("xavier_uniform", "kaiming_normal", "ones")
-makers, study = {}, {}
-for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
-    makers[name] = WatchedMLP(activation)
-    study[name] = grad_norm_study(makers[name], x_study, y_study, SCHEMES)
-plot_log_curves({f"MLP with {name}": curves for name, curves in study.items()}, threshold=1.0,
-                threshold_label="max_norm = 1 (clipping threshold)", xlabel="step (8 per epoch)",
-                ylabel="total gradient norm before clipping", title="the gradient norm study: 400 SGD steps per run")
-without_ones = {name: {scheme: curves[scheme] for scheme in SCHEMES[:2]} for name, curves in study.items()}
-plot_log_curves({f"MLP with {name}": curves for name, curves in without_ones.items()}, threshold=1.0,
-                threshold_label="max_norm = 1 (clipping threshold)", xlabel="step (8 per epoch)",
-                ylabel="total gradient norm before clipping", title="the same, without all ones")
+    SCHEMES = ("xavier_uniform", "kaiming_normal", "ones")
+    runs = {}
+    for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
+        maker = WatchedMLP(activation)
+        runs[name] = maker, grad_norm_study(maker, x_study, y_study, SCHEMES)
+    makers = {name: maker for name, (maker, _) in runs.items()}    # set only once both studies have run,
+    study = {name: curves for name, (_, curves) in runs.items()}   # so the cells below never read half a study
+    plot_log_curves({f"MLP with {name}": curves for name, curves in study.items()}, threshold=1.0,
+                    threshold_label="max_norm = 1 (clipping threshold)", xlabel="step (8 per epoch)",
+                    ylabel="total gradient norm before clipping", title="the gradient norm study: 400 SGD steps per run")
+    without_ones = {name: {scheme: curves[scheme] for scheme in SCHEMES[:2]} for name, curves in study.items()}
+    plot_log_curves({f"MLP with {name}": curves for name, curves in without_ones.items()}, threshold=1.0,
+                    threshold_label="max_norm = 1 (clipping threshold)", xlabel="step (8 per epoch)",
+                    ylabel="total gradient norm before clipping", title="the same, without all ones")
 
 # %% [markdown]
 # Both pictures show a comb: every epoch visits the same 8 batches in the same order, and some batches give
@@ -1050,27 +1054,28 @@ plot_log_curves({f"MLP with {name}": curves for name, curves in without_ones.ite
 # `init_weights_`), and the share of steps in which clipping acted.
 
 # %%
-def layer_rms(activation, scheme):
-    model = WatchedMLP(activation)()
-    init_weights_(model, scheme, torch.Generator().manual_seed(0))
-    model.to(device)
-    h, sizes = x_study, []
-    with torch.no_grad():
-        for layer in model:
-            h = layer(h)
-            if isinstance(layer, nn.Linear):
-                sizes.append(h.pow(2).mean().sqrt().item())
-    return sizes
+with uses_your_answer("init_weights_"):
+    def layer_rms(activation, scheme):
+        model = WatchedMLP(activation)()
+        init_weights_(model, scheme, torch.Generator().manual_seed(0))
+        model.to(device)
+        h, sizes = x_study, []
+        with torch.no_grad():
+            for layer in model:
+                h = layer(h)
+                if isinstance(layer, nn.Linear):
+                    sizes.append(h.pow(2).mean().sqrt().item())
+        return sizes
 
 
-print(f"{'':24s} {'RMS of each Linear output at the start':>40s} {'norm: first step':>17s} {'last step':>10s} "
-      f"{'clipped':>8s}")
-for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
-    for scheme in SCHEMES:
-        norms = study[name][scheme]
-        rms = " ".join(f"{s:9.3g}" for s in layer_rms(activation, scheme))
-        clipped = sum(n > 1.0 for n in norms) / len(norms)
-        print(f"{name:4s} {scheme:19s} {rms:>40s} {norms[0]:17.3g} {norms[-1]:10.3g} {clipped:8.0%}")
+    print(f"{'':24s} {'RMS of each Linear output at the start':>40s} {'norm: first step':>17s} {'last step':>10s} "
+          f"{'clipped':>8s}")
+    for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
+        for scheme in SCHEMES:
+            norms = study[name][scheme]
+            rms = " ".join(f"{s:9.3g}" for s in layer_rms(activation, scheme))
+            clipped = sum(n > 1.0 for n in norms) / len(norms)
+            print(f"{name:4s} {scheme:19s} {rms:>40s} {norms[0]:17.3g} {norms[-1]:10.3g} {clipped:8.0%}")
 
 # %% [markdown]
 # What each curve shows:
@@ -1099,19 +1104,20 @@ for name, activation in (("ReLU", nn.ReLU), ("tanh", nn.Tanh)):
 # units is worth one. The trained models, as `make_model` kept them:
 
 # %%
-def number(value):
-    """3 significant digits, and an exact zero as 0.0."""
-    return f"{value:.3g}" if value else "0.0"
+with uses_your_answer("grad_norm_study"):
+    def number(value):
+        """3 significant digits, and an exact zero as 0.0."""
+        return f"{value:.3g}" if value else "0.0"
 
 
-for name in study:
-    model = makers[name].built[SCHEMES.index("ones")]
-    for index in (0, 2, 4):
-        weight = model[index].weight
-        row_difference = (weight - weight[:1]).abs().max().item()
-        change = number((weight - 1).abs().max().item())
-        print(f"{name:4s}, all ones, after 400 steps: Linear {index}: largest difference between two rows = "
-              f"{row_difference}; largest change of a weight since the start: {change}")
+    for name in study:
+        model = makers[name].built[SCHEMES.index("ones")]
+        for index in (0, 2, 4):
+            weight = model[index].weight
+            row_difference = (weight - weight[:1]).abs().max().item()
+            change = number((weight - 1).abs().max().item())
+            print(f"{name:4s}, all ones, after 400 steps: Linear {index}: largest difference between two rows = "
+                  f"{row_difference}; largest change of a weight since the start: {change}")
 
 # %% [markdown]
 # With ReLU the weights have moved — a little, since every clipped step is short — and yet every row
@@ -1121,10 +1127,11 @@ for name in study:
 # the 400 steps:
 
 # %%
-for name in study:
-    for scheme, largest in zip(SCHEMES, makers[name].largest):
-        seen = ", ".join(f"Linear {index}: {number(value.item())}" for index, value in sorted(largest.items()))
-        print(f"{name:4s} {scheme:15s} largest |gradient| a hidden weight received in 400 steps: {seen}")
+with uses_your_answer("grad_norm_study"):
+    for name in study:
+        for scheme, largest in zip(SCHEMES, makers[name].largest):
+            seen = ", ".join(f"Linear {index}: {number(value.item())}" for index, value in sorted(largest.items()))
+            print(f"{name:4s} {scheme:15s} largest |gradient| a hidden weight received in 400 steps: {seen}")
 
 # %% [markdown]
 # Yes: with tanh and all ones, every hidden weight's gradient was **exactly 0.0** at every step, while
@@ -1136,27 +1143,28 @@ for name in study:
 # back at all, and only the output layer learns (its input is ±1). Checked directly:
 
 # %%
-def saturates_from(dtype, low, high):
-    """The first z of a fine grid on [low, high) at which tanh(z) is exactly 1.0 in dtype."""
-    z = torch.arange(low, high, 1e-3, dtype=dtype)
-    return z[torch.tanh(z) == 1][0].item()
+with uses_your_answer("init_weights_"):
+    def saturates_from(dtype, low, high):
+        """The first z of a fine grid on [low, high) at which tanh(z) is exactly 1.0 in dtype."""
+        z = torch.arange(low, high, 1e-3, dtype=dtype)
+        return z[torch.tanh(z) == 1][0].item()
 
 
-print(f"tanh(z) == 1.0 exactly from z = {saturates_from(torch.float32, 8.0, 10.0):.3f} on in float32, "
-      f"from z = {saturates_from(torch.float64, 18.0, 20.0):.3f} on in float64")
-model = init_weights_(WatchedMLP(nn.Tanh)(), "ones").to(device)
-with torch.no_grad():
-    last_hidden = model[:6](x_study)                          # after the third tanh
-    pre_activation = model[:5](x_study)
-print(f"all ones, at the start: the third hidden layer's |pre-activation| is at least "
-      f"{pre_activation.abs().min().item():.1f}; of its {last_hidden.numel()} outputs, "
-      f"{int((last_hidden.abs() == 1).sum())} are exactly ±1.0")
+    print(f"tanh(z) == 1.0 exactly from z = {saturates_from(torch.float32, 8.0, 10.0):.3f} on in float32, "
+          f"from z = {saturates_from(torch.float64, 18.0, 20.0):.3f} on in float64")
+    model = init_weights_(WatchedMLP(nn.Tanh)(), "ones").to(device)
+    with torch.no_grad():
+        last_hidden = model[:6](x_study)                          # after the third tanh
+        pre_activation = model[:5](x_study)
+    print(f"all ones, at the start: the third hidden layer's |pre-activation| is at least "
+          f"{pre_activation.abs().min().item():.1f}; of its {last_hidden.numel()} outputs, "
+          f"{int((last_hidden.abs() == 1).sum())} are exactly ±1.0")
 
-shallow = init_weights_(nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1)), "ones").to(device)
-F.mse_loss(shallow(x_study), y_study).backward()
-print(f"one hidden tanh layer, all ones: largest |gradient| of the hidden weight "
-      f"{shallow[0].weight.grad.abs().max().item():.3g}; samples whose pre-activation (the sum of their 16 inputs) "
-      f"is below 9 in size: {int((x_study.sum(dim=1).abs() < 9).sum())} of {len(x_study)}")
+    shallow = init_weights_(nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 1)), "ones").to(device)
+    F.mse_loss(shallow(x_study), y_study).backward()
+    print(f"one hidden tanh layer, all ones: largest |gradient| of the hidden weight "
+          f"{shallow[0].weight.grad.abs().max().item():.3g}; samples whose pre-activation (the sum of their 16 inputs) "
+          f"is below 9 in size: {int((x_study.sum(dim=1).abs() < 9).sum())} of {len(x_study)}")
 
 # %% [markdown]
 # So the claim "with tanh and all-ones initialisation the hidden gradients are exactly zero" holds here,
@@ -1172,24 +1180,25 @@ print(f"one hidden tanh layer, all ones: largest |gradient| of the hidden weight
 # `device` with your step, clipping at 1, and a scaler that starts at 2<sup>20</sup> with `growth_interval=10`.
 
 # %%
-seed_everything(0)
-model = make_relu_mlp().to(device)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-scaler = torch.amp.GradScaler(device.type, init_scale=2.0**20, growth_interval=10)
-scales, skipped, losses, norms = [], [], [], []
-for step in range(120):
-    inputs, targets = batch_at(step)
-    scales.append(scaler.get_scale())
-    loss, norm, was_skipped = amp_train_step(model, optimizer, scaler, F.mse_loss, inputs, targets,
-                                             dtype=torch.float16, max_norm=1.0)
-    losses.append(loss)
-    norms.append(norm)
-    skipped.append(was_skipped)
-print(f"{sum(skipped)} steps skipped (at steps {[i for i, s in enumerate(skipped) if s]}); "
-      f"scale 2**{math.log2(scales[0]):.0f} at the start, 2**{math.log2(scaler.get_scale()):.0f} at the end")
-print(f"mean loss over the first 8 steps {statistics.mean(losses[:8]):.3f}, over the last 8 {statistics.mean(losses[-8:]):.3f}; "
-      f"median gradient norm before clipping {statistics.median(n for n in norms if math.isfinite(n)):.2f}")
-plot_scale_over_steps(scales, skipped, losses=losses, title=f"your amp_train_step: 120 float16 steps on {device.type}")
+with uses_your_answer("amp_train_step"):
+    seed_everything(0)
+    model = make_relu_mlp().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler(device.type, init_scale=2.0**20, growth_interval=10)
+    scales, skipped, losses, norms = [], [], [], []
+    for step in range(120):
+        inputs, targets = batch_at(step)
+        scales.append(scaler.get_scale())
+        loss, norm, was_skipped = amp_train_step(model, optimizer, scaler, F.mse_loss, inputs, targets,
+                                                 dtype=torch.float16, max_norm=1.0)
+        losses.append(loss)
+        norms.append(norm)
+        skipped.append(was_skipped)
+    print(f"{sum(skipped)} steps skipped (at steps {[i for i, s in enumerate(skipped) if s]}); "
+          f"scale 2**{math.log2(scales[0]):.0f} at the start, 2**{math.log2(scaler.get_scale()):.0f} at the end")
+    print(f"mean loss over the first 8 steps {statistics.mean(losses[:8]):.3f}, over the last 8 {statistics.mean(losses[-8:]):.3f}; "
+          f"median gradient norm before clipping {statistics.median(n for n in norms if math.isfinite(n)):.2f}")
+    plot_scale_over_steps(scales, skipped, losses=losses, title=f"your amp_train_step: 120 float16 steps on {device.type}")
 
 # %% [markdown]
 # ## Summary

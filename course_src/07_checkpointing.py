@@ -62,6 +62,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from coursekit import seed_everything, start_chapter
 from coursekit.plots import plot_resumed_runs, plot_stacked_bars
+from coursekit.practice import uses_your_answer
 from graders import check
 
 device = start_chapter("07_checkpointing")
@@ -1104,47 +1105,48 @@ check("checkpoint_files", globals(), "rotate_leaves_other_files_alone")
 # it with `load_checkpoint`, and trains to the end. Compared with section 2's uninterrupted run:
 
 # %%
-STEPS_PER_EPOCH = len(straight_run.loader)
+with uses_your_answer("latest_checkpoint", "load_checkpoint", "rotate_checkpoints", "save_checkpoint"):
+    STEPS_PER_EPOCH = len(straight_run.loader)
 
 
-def train_with_checkpoints(run, folder, first_epoch, losses, crash_at=None):
-    """Train `run` from first_epoch to the end, appending each loss to `losses`; checkpoint after every
-    epoch, keep the newest 2; raise at step `crash_at`."""
-    run.model.train()
-    for epoch in range(first_epoch, EPOCHS):
-        for inputs, targets, _ in run.loader:
-            if len(losses) == crash_at:
-                raise RuntimeError(f"the machine was taken back at step {crash_at}")
-            losses.append(train_step(run, inputs, targets))
-        run.scheduler.step()
-        step = (epoch + 1) * STEPS_PER_EPOCH
-        save_checkpoint(folder / f"step_{step}.pt", model=run.model, optimizer=run.optimizer, step=step,
-                        scheduler=run.scheduler, generator=run.order)
-        rotate_checkpoints(folder, keep=2)
+    def train_with_checkpoints(run, folder, first_epoch, losses, crash_at=None):
+        """Train `run` from first_epoch to the end, appending each loss to `losses`; checkpoint after every
+        epoch, keep the newest 2; raise at step `crash_at`."""
+        run.model.train()
+        for epoch in range(first_epoch, EPOCHS):
+            for inputs, targets, _ in run.loader:
+                if len(losses) == crash_at:
+                    raise RuntimeError(f"the machine was taken back at step {crash_at}")
+                losses.append(train_step(run, inputs, targets))
+            run.scheduler.step()
+            step = (epoch + 1) * STEPS_PER_EPOCH
+            save_checkpoint(folder / f"step_{step}.pt", model=run.model, optimizer=run.optimizer, step=step,
+                            scheduler=run.scheduler, generator=run.order)
+            rotate_checkpoints(folder, keep=2)
 
 
-folder = Path(scratch.name) / "run" / "checkpoints"             # save_checkpoint creates the folders
-losses = []
-try:
-    train_with_checkpoints(make_run(seed=0), folder, 0, losses, crash_at=33)
-except RuntimeError as error:
-    print(f"crash after {len(losses)} steps: {error}")
-print("the checkpoint folder after the crash:", sorted(p.name for p in folder.iterdir()))
+    folder = Path(scratch.name) / "run" / "checkpoints"             # save_checkpoint creates the folders
+    losses = []
+    try:
+        train_with_checkpoints(make_run(seed=0), folder, 0, losses, crash_at=33)
+    except RuntimeError as error:
+        print(f"crash after {len(losses)} steps: {error}")
+    print("the checkpoint folder after the crash:", sorted(p.name for p in folder.iterdir()))
 
-new_run = make_run(seed=1)
-latest = latest_checkpoint(folder)
-step = load_checkpoint(latest, model=new_run.model, optimizer=new_run.optimizer, scheduler=new_run.scheduler,
-                       generator=new_run.order)
-print(f"resuming from {latest.name}: step {step}, epoch {step // STEPS_PER_EPOCH}")
-del losses[step:]                                                # the crashed epoch's steps are done again
-train_with_checkpoints(new_run, folder, step // STEPS_PER_EPOCH, losses)
-print("the checkpoint folder at the end:", sorted(p.name for p in folder.iterdir()))
-pairs = list(zip(new_run.model.parameters(), straight_run.model.parameters()))
-print(f"{len(losses)} losses, equal to the uninterrupted run's: {losses == straight}; "
-      f"parameters torch.equal: {sum(torch.equal(a, b) for a, b in pairs)} of {len(pairs)}")
-plot_resumed_runs(straight, {"crashed at step 33, resumed from the latest checkpoint": losses},
-                  resume_at=step, marks={"crash": 33}, columns=1, panel_size=(6.0, 3.2),
-                  title="your save_checkpoint, load_checkpoint, latest_checkpoint and rotate_checkpoints")
+    new_run = make_run(seed=1)
+    latest = latest_checkpoint(folder)
+    step = load_checkpoint(latest, model=new_run.model, optimizer=new_run.optimizer, scheduler=new_run.scheduler,
+                           generator=new_run.order)
+    print(f"resuming from {latest.name}: step {step}, epoch {step // STEPS_PER_EPOCH}")
+    del losses[step:]                                                # the crashed epoch's steps are done again
+    train_with_checkpoints(new_run, folder, step // STEPS_PER_EPOCH, losses)
+    print("the checkpoint folder at the end:", sorted(p.name for p in folder.iterdir()))
+    pairs = list(zip(new_run.model.parameters(), straight_run.model.parameters()))
+    print(f"{len(losses)} losses, equal to the uninterrupted run's: {losses == straight}; "
+          f"parameters torch.equal: {sum(torch.equal(a, b) for a, b in pairs)} of {len(pairs)}")
+    plot_resumed_runs(straight, {"crashed at step 33, resumed from the latest checkpoint": losses},
+                      resume_at=step, marks={"crash": 33}, columns=1, panel_size=(6.0, 3.2),
+                      title="your save_checkpoint, load_checkpoint, latest_checkpoint and rotate_checkpoints")
 
 # %%
 scratch.cleanup()                                                # every file of the chapter, gone

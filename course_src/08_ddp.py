@@ -57,6 +57,7 @@ from torch.utils.data import DistributedSampler
 from coursekit import start_chapter
 from coursekit.distributed import Ranks, RankError, rank_device, run_on_ranks
 from coursekit.plots import plot_rank_indices, plot_scaling
+from coursekit.practice import uses_your_answer
 from graders import check
 
 device = start_chapter("08_ddp")
@@ -1145,66 +1146,67 @@ check("ddp_accumulation", globals(), "returns_the_mean_loss", "empty_list_raises
 # that both ranks read in that step (using `DistributedSampler` for the indices), and steps on their mean loss.
 
 # %%
-generator = torch.Generator().manual_seed(1)
-features = torch.randn(64, 8, generator=generator)
-targets = features.sum(dim=1, keepdim=True).tanh() + 0.05 * torch.randn(64, 1, generator=generator)
-EPOCHS, STEPS, MICRO, MICRO_SIZE = 3, 2, 4, 4      # 2 steps x 4 micro-batches x 4 samples = 32 per rank
+with uses_your_answer("average_gradients", "ddp_accumulation_step", "shard_indices"):
+    generator = torch.Generator().manual_seed(1)
+    features = torch.randn(64, 8, generator=generator)
+    targets = features.sum(dim=1, keepdim=True).tanh() + 0.05 * torch.randn(64, 1, generator=generator)
+    EPOCHS, STEPS, MICRO, MICRO_SIZE = 3, 2, 4, 4      # 2 steps x 4 micro-batches x 4 samples = 32 per rank
 
 
-def micro_batches_of(indices, step):
-    chunk = indices[step * MICRO * MICRO_SIZE:(step + 1) * MICRO * MICRO_SIZE]
-    return [(features[chunk[i:i + MICRO_SIZE]], targets[chunk[i:i + MICRO_SIZE]])
-            for i in range(0, len(chunk), MICRO_SIZE)]
+    def micro_batches_of(indices, step):
+        chunk = indices[step * MICRO * MICRO_SIZE:(step + 1) * MICRO * MICRO_SIZE]
+        return [(features[chunk[i:i + MICRO_SIZE]], targets[chunk[i:i + MICRO_SIZE]])
+                for i in range(0, len(chunk), MICRO_SIZE)]
 
 
-def train_on_ranks(rank, world_size):
-    ddp_model = DDP(make_model(0))
-    ddp_optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1, momentum=0.9)
-    by_hand = make_model(0)
-    hand_optimizer = torch.optim.SGD(by_hand.parameters(), lr=0.1, momentum=0.9)
-    losses = []
-    for epoch in range(EPOCHS):
-        indices = shard_indices(len(features), rank, world_size, shuffle=True, seed=0, epoch=epoch)
-        for step in range(STEPS):
-            micro_batches = micro_batches_of(indices, step)
-            losses.append(ddp_accumulation_step(ddp_model, ddp_optimizer, F.mse_loss, micro_batches))
-            hand_optimizer.zero_grad()
-            for x, y in micro_batches:
-                (F.mse_loss(by_hand(x), y) / len(micro_batches)).backward()
-            average_gradients(by_hand)
-            hand_optimizer.step()
-    return losses, ddp_model.module.state_dict(), by_hand.state_dict()
+    def train_on_ranks(rank, world_size):
+        ddp_model = DDP(make_model(0))
+        ddp_optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1, momentum=0.9)
+        by_hand = make_model(0)
+        hand_optimizer = torch.optim.SGD(by_hand.parameters(), lr=0.1, momentum=0.9)
+        losses = []
+        for epoch in range(EPOCHS):
+            indices = shard_indices(len(features), rank, world_size, shuffle=True, seed=0, epoch=epoch)
+            for step in range(STEPS):
+                micro_batches = micro_batches_of(indices, step)
+                losses.append(ddp_accumulation_step(ddp_model, ddp_optimizer, F.mse_loss, micro_batches))
+                hand_optimizer.zero_grad()
+                for x, y in micro_batches:
+                    (F.mse_loss(by_hand(x), y) / len(micro_batches)).backward()
+                average_gradients(by_hand)
+                hand_optimizer.step()
+        return losses, ddp_model.module.state_dict(), by_hand.state_dict()
 
 
-def train_one_process():
-    model = make_model(0)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    samplers = [DistributedSampler(range(len(features)), num_replicas=2, rank=rank, shuffle=True, seed=0)
-                for rank in range(2)]
-    losses = []
-    for epoch in range(EPOCHS):
-        for sampler in samplers:
-            sampler.set_epoch(epoch)
-        orders = [list(sampler) for sampler in samplers]
-        for step in range(STEPS):
-            batch = [pair for order in orders for pair in micro_batches_of(order, step)]   # both ranks' samples
-            x, y = torch.cat([x for x, _ in batch]), torch.cat([y for _, y in batch])
-            optimizer.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-    return losses, model.state_dict()
+    def train_one_process():
+        model = make_model(0)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        samplers = [DistributedSampler(range(len(features)), num_replicas=2, rank=rank, shuffle=True, seed=0)
+                    for rank in range(2)]
+        losses = []
+        for epoch in range(EPOCHS):
+            for sampler in samplers:
+                sampler.set_epoch(epoch)
+            orders = [list(sampler) for sampler in samplers]
+            for step in range(STEPS):
+                batch = [pair for order in orders for pair in micro_batches_of(order, step)]   # both ranks' samples
+                x, y = torch.cat([x for x, _ in batch]), torch.cat([y for _, y in batch])
+                optimizer.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        return losses, model.state_dict()
 
 
-on_ranks = ranks.run(train_on_ranks)
-alone_losses, alone_weights = train_one_process()
-for name, weights in (("DDP + ddp_accumulation_step", on_ranks[0][1]), ("average_gradients", on_ranks[0][2])):
-    torch.testing.assert_close(weights, alone_weights, rtol=1e-5, atol=1e-6)
-    print(f"{name:28s}: the weights after {EPOCHS * STEPS} steps assert_close to one process's: yes")
-mean_of_ranks = [(a + b) / 2 for a, b in zip(on_ranks[0][0], on_ranks[1][0])]
-print("losses, the mean of the ranks':", [round(loss, 4) for loss in mean_of_ranks])
-print("losses, one process:           ", [round(loss, 4) for loss in alone_losses])
+    on_ranks = ranks.run(train_on_ranks)
+    alone_losses, alone_weights = train_one_process()
+    for name, weights in (("DDP + ddp_accumulation_step", on_ranks[0][1]), ("average_gradients", on_ranks[0][2])):
+        torch.testing.assert_close(weights, alone_weights, rtol=1e-5, atol=1e-6)
+        print(f"{name:28s}: the weights after {EPOCHS * STEPS} steps assert_close to one process's: yes")
+    mean_of_ranks = [(a + b) / 2 for a, b in zip(on_ranks[0][0], on_ranks[1][0])]
+    print("losses, the mean of the ranks':", [round(loss, 4) for loss in mean_of_ranks])
+    print("losses, one process:           ", [round(loss, 4) for loss in alone_losses])
 
 # %% [markdown]
 # Two ranks, each seeing half the data, end with the weights of one process that saw all of it, step by step —
