@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 02 · Autograd: the backward graph
 #
-# *Expected time: about 2 h 45 min — 1 h 30 min to read and run the cells, 1 h 15 min for the exercises
+# *Expected time: about 3 h — 1 h 45 min to read and run the cells, 1 h 15 min for the exercises
 # (an estimate from the chapter's length; take the time it takes).*
 #
 # Every time you compute with a tensor that needs a gradient, PyTorch quietly writes down what it did.
@@ -16,17 +16,20 @@
 # 1. tell leaves from non-leaves, and walk a graph through `grad_fn` and `next_functions`;
 # 2. *draw* the backward graph of a small expression and of a two-layer network;
 # 3. see that the graph is rebuilt by every forward pass (define-by-run);
-# 4. run `backward()` on scalars and on vectors (vector-Jacobian products), use `torch.autograd.grad`
-#    and take second derivatives with `create_graph`;
-# 5. run into — and fix — the second `backward`, the missing `zero_grad`, the in-place edit and the
-#    loss that keeps its graph alive, with measured numbers;
+# 4. run backward by hand, node by node, to see why it needs a topological order; run `backward()` on
+#    scalars and on vectors (vector-Jacobian products), use `torch.autograd.grad` and take second
+#    derivatives with `create_graph`;
+# 5. run into — and fix — the second `backward`, the missing `zero_grad`, the in-place edit, `.numpy()` on
+#    a tensor that requires grad, and the losses, outputs and recurrent states that keep their graphs
+#    alive, with measured numbers;
 # 6. stop gradients (`detach`, `no_grad`, `inference_mode`), look at inner gradients (`retain_grad`,
 #    hooks), and write your own `autograd.Function`, checked by `gradcheck`;
 # 7. write three graded exercises: `gelu_function`, `graph_ops` and `grad_accumulation`.
 
 # %% nbgrader=readonly id=opening
+import gc
+import re
 import warnings
-import weakref
 
 import matplotlib.pyplot as plt
 import torch
@@ -35,7 +38,9 @@ from torch import nn
 
 from coursekit import start_chapter, seed_everything
 from coursekit.graphs import draw_backward_graph
+from coursekit.meters import SavedTensorMeter, memory_in_use
 from coursekit.plots import plot_curves
+from coursekit.practice import predict, uses_your_answer
 from graders import check
 
 device = start_chapter("02_autograd")
@@ -105,6 +110,23 @@ for _ in range(3):                              # ... -> AddBackward0 -> MulBack
 print("same AccumulateGrad node on both paths:", via_product is via_exp, "| its variable is x:", via_exp.variable is x)
 
 # %% [markdown]
+# **Predict, then run.** Throughout the chapter, cells like the next one ask you to guess before you look:
+# replace the `...` with your prediction and run the cell; it says whether you were right, and why.
+#
+# Which of these five tensors are leaves? (`detach()`, section 7, returns the same values cut off from
+# the graph.)
+
+# %%
+layer = nn.Linear(3, 2)
+batch = torch.randn(4, 3)
+scores = layer(batch)
+candidates = {"layer.weight": layer.weight, "batch": batch, "scores": scores, "scores.sum()": scores.sum(),
+              "scores.detach()": scores.detach()}
+guess = ...   # a set of names, e.g. {"batch", "scores"}
+predict("02.which_are_leaves", guess, {name for name, t in candidates.items() if t.is_leaf}, unordered=True,
+        why="a leaf is any tensor no recorded operation made: a parameter, the data, and detach()'s result")
+
+# %% [markdown]
 # ## 2. The backward graph, drawn
 #
 # A tree print gets hard to read quickly. `draw_backward_graph` (from `coursekit.graphs`, drawn with
@@ -117,15 +139,23 @@ draw_backward_graph(out, title="out = (exp(x·w + c) · x).sum()", params={"x": 
 print("c has no box: it needs no gradient, so the AddBackward0 node records None for it.")
 
 # %% [markdown]
-# Now a two-layer network and its loss. `nn.Linear` runs one fused operation, `addmm` (bias + input @
-# weightᵀ), so each layer is one `AddmmBackward0` with three inputs: the bias, the layer's input and the
-# transposed weight (`TBackward0`). Passing `params=dict(model.named_parameters())` labels the green
-# boxes with the parameter names.
+# Now a two-layer network, `Linear(4, 8) → ReLU → Linear(8, 1)`, and its MSE loss. **Predict, then run:**
+# what is the name of the node that the first `nn.Linear` layer records for its output?
 
 # %%
 seed_everything(0)
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)).to(device)
 inputs, targets = torch.randn(16, 4).to(device), torch.randn(16, 1).to(device)
+guess = ...   # a node's type name, e.g. "MulBackward0"
+predict("02.linear_grad_fn", guess, type(model[0](inputs).grad_fn).__name__,
+        why="nn.Linear computes bias + input @ weightᵀ as one fused operation, addmm")
+
+# %% [markdown]
+# `nn.Linear` runs one fused operation, `addmm` (bias + input @ weightᵀ), so each layer is one
+# `AddmmBackward0` with three inputs: the bias, the layer's input and the transposed weight (`TBackward0`).
+# Passing `params=dict(model.named_parameters())` labels the green boxes with the parameter names.
+
+# %%
 two_layer_loss = F.mse_loss(model(inputs), targets)
 draw_backward_graph(two_layer_loss, title="MSE loss of Linear(4, 8) → ReLU → Linear(8, 1)",
                     params=dict(model.named_parameters()))
@@ -187,6 +217,96 @@ print("x.grad =", x.grad, "| w.grad =", w.grad)
 print("autograd agrees with the derivatives by hand")
 
 # %% [markdown]
+# ### How `backward()` walks the graph
+#
+# Backward visits the nodes in a particular order, and the order matters as soon as one tensor is used
+# in more than one place (**fan-out**). Take
+#
+#     b = a · 2,    c = b · b + exp(b),    at a = 0.5 (so b = 1)
+#
+# By hand: b appears three times in `c` (the two factors of b·b, and inside the exp), so dc/db has one
+# term per use, dc/db = b + b + exp(b) = 2 + e, and dc/da = 2 · dc/db = 2(2 + e) ≈ 9.4366.
+# Here is its graph:
+
+# %%
+a = torch.tensor(0.5, device=device, requires_grad=True)
+b = a * 2
+c = b * b + b.exp()
+draw_backward_graph(c, title="c = b·b + exp(b),  b = a·2", params={"a": a})
+add_node = c.grad_fn                                        # AddBackward0: the root
+mul_node, exp_node = (node for node, _ in add_node.next_functions)
+b_node = exp_node.next_functions[0][0]                      # MulBackward0 of a * 2: the node that made b
+
+# %% [markdown]
+# **Predict, then run.** The left `MulBackward0` (of b·b) has one arrow going down. What does its
+# `next_functions` hold? Answer with a tuple of type names, one per entry.
+
+# %%
+guess = ...   # e.g. ("AccumulateGrad",); write None for an entry that is None
+predict("02.fan_out_next_functions", guess,
+        tuple(type(node).__name__ if node is not None else None for node, _ in mul_node.next_functions),
+        why="b·b has two inputs and both are b, so both entries are b's node (the picture draws the pair as one arrow)")
+print("both entries are the same node object:", mul_node.next_functions[0][0] is mul_node.next_functions[1][0] is b_node)
+
+# %% [markdown]
+# So `b`'s node receives gradients along **three** edges: two from `b·b`, one from `exp`. Each node is
+# callable: given the gradient of its output, it returns the gradient for each of its inputs, in the
+# order of `next_functions` — the chain rule for that one operation. That lets us run backward by hand.
+# The rule is: a node runs only when **every** node that uses its output has sent its gradient, and then
+# it runs once, on the **sum** of what it received.
+
+# %%
+node_names = {add_node: "c = b·b + exp(b)", mul_node: "b·b", exp_node: "exp(b)", b_node: "b = a·2",
+              b_node.next_functions[0][0]: "leaf a"}
+
+
+def run_node(node, grad_output):
+    """Call one backward node on the gradient of its output; print and return what it sends to each input."""
+    with torch.no_grad():                       # the backward computation itself needs no graph
+        sent = node(grad_output)
+    sent = sent if isinstance(sent, tuple) else (sent,)
+    for (target, _), grad in zip(node.next_functions, sent):
+        if target is None:
+            print(f"  {node_names[node]:>16s} -> None (the constant 2): nothing")
+        else:
+            print(f"  {node_names[node]:>16s} -> {node_names[target]:16s} {grad.item():.4f}")
+    return sent
+
+
+print("the right order: b's node waits for all three of its gradients, then runs once, on their sum")
+to_mul, to_exp = run_node(add_node, torch.tensor(1.0, device=device))   # dc/dc = 1
+from_left, from_right = run_node(mul_node, to_mul)
+(from_exp,) = run_node(exp_node, to_exp)
+at_b = from_left + from_right + from_exp      # all three consumers of b have sent: add them up
+to_a, _ = run_node(b_node, at_b)             # we stop at the leaf: its AccumulateGrad would write a.grad
+(from_autograd,) = torch.autograd.grad(c, a, retain_graph=True)   # retain: we walk this graph again below
+print(f"dc/da by hand: {to_a.item():.4f} | torch.autograd.grad: {from_autograd.item():.4f}")
+
+# %% [markdown]
+# Now a wrong order: run `b`'s node as soon as `b·b` has sent, before `exp` has. It passes on a partial
+# gradient, and what `exp` sends afterwards arrives at a node that has already run:
+
+# %%
+print("a wrong order: b's node runs before exp(b) has sent its gradient")
+to_mul, to_exp = run_node(add_node, torch.tensor(1.0, device=device))
+from_left, from_right = run_node(mul_node, to_mul)
+too_early, _ = run_node(b_node, from_left + from_right)   # only 2 of its 3 incoming gradients so far
+(too_late,) = run_node(exp_node, to_exp)                   # b's node has already run: this is lost
+print(f"dc/da from this order: {too_early.item():.4f} instead of {to_a.item():.4f} "
+      f"(the {too_late.item():.4f} from exp never reaches a)")
+
+# %% [markdown]
+# The wrong order gives 4.0 instead of 9.4366: exactly the missing e ≈ 2.7183 times the 2 of `b = a · 2`.
+# PyTorch's engine avoids this with a **dependency count**: before running anything it walks the graph
+# once and counts, for every node, how many edges point into it (3 for `b`'s node). Gradients arriving at a
+# node are added up in a buffer, each arrival lowers the count by one, and a node runs when its count
+# reaches zero. That is a *topological order*: every node runs after all the nodes that use its output.
+#
+# (Running `b`'s node a second time on the late 2.7183 would repair this small case, since the chain rule
+# is linear. The engine runs each node exactly once instead: the work stays proportional to the size of
+# the graph rather than to the number of paths through it — which doubles with every fan-out along a
+# chain — and a node can free its saved tensors as soon as it has run.)
+#
 # ### Trap: `backward()` on a non-scalar
 #
 # For a vector output there is no single "the gradient": each output element has its own. Calling
@@ -286,10 +406,23 @@ print("after one pass:", once, "| after two passes:", a.grad, "| ratio:", (a.gra
 # Most of the time the real fix is different: when two losses share part of a graph, add them and call
 # `backward()` once — `(loss1 + loss2).backward()` walks the shared part one time and frees it once.
 #
+# **Predict, then run.** `m` is 2.0. Two backward passes follow, each through a graph of its own (so no
+# `retain_graph` is needed), with nothing cleared in between: first of m³, then of 5·m. What is `m.grad`?
+
+# %%
+m = torch.tensor(2.0, device=device, requires_grad=True)
+(m ** 3).backward()
+(m * 5).backward()
+guess = ...   # a number
+predict("02.grad_after_two_backwards", guess, m.grad.item(),
+        why="the first pass leaves 3·m² = 12 in m.grad and the second adds its 5 to it: gradients add up (section 6)")
+
+# %% [markdown]
 # ## 6. Gradients add up
 #
 # `AccumulateGrad` *adds* into `.grad`; it never overwrites. Two backward passes without clearing give
-# the sum of both gradients:
+# the sum of both gradients — whether they come from the same loss or, as in the prediction above, from
+# two different ones:
 
 # %%
 b = torch.tensor([3.0], device=device, requires_grad=True)
@@ -409,6 +542,25 @@ for name, optimizer_class, options in (("SGD", torch.optim.SGD, {"lr": 0.1}),
 #   updating parameters by hand (that is how optimizers step).
 # * `with torch.inference_mode():` — like `no_grad`, and a little faster, because the results are
 #   marked as *inference tensors*, which autograd refuses to *save* for a later backward.
+#
+# **Predict, then run.** `frozen` is computed under `no_grad`; `mixed` is computed after the block,
+# from `frozen` and a tensor that requires grad. Which of the two requires grad?
+
+# %%
+scale = torch.tensor([1.0, 2.0], device=device, requires_grad=True)
+with torch.no_grad():
+    frozen = scale * 2
+mixed = frozen * scale
+guess = ...   # (frozen.requires_grad, mixed.requires_grad), e.g. (True, True)
+predict("02.requires_grad_after_no_grad", guess, (frozen.requires_grad, mixed.requires_grad),
+        why="nothing inside no_grad is recorded; outside it, one input that requires grad is enough to record again")
+print("mixed.grad_fn.next_functions:", [type(node).__name__ if node is not None else None
+                                       for node, _ in mixed.grad_fn.next_functions])
+
+# %% [markdown]
+# `no_grad` only decides what is recorded *inside* the block: `frozen` is from then on an ordinary
+# constant (the `None` entry), and `mixed`'s graph reaches `scale` through the second factor only. The
+# three ways side by side:
 
 # %%
 weights = torch.randn(3).to(device).requires_grad_()
@@ -442,6 +594,30 @@ except RuntimeError as error:
 weights.grad = None
 (in_no_grad * weights).sum().backward()   # a no_grad result is an ordinary constant
 print("with the no_grad result instead: weights.grad =", weights.grad)
+
+# %% [markdown]
+# ### Trap: `.numpy()` on a tensor that requires grad
+#
+# NumPy knows nothing about graphs, so `.numpy()` refuses a tensor that requires grad, and the error says
+# what to do. (A NumPy array lives in CPU memory, so this example stays on the CPU; a GPU tensor also needs
+# `.cpu()`, which copies.)
+
+# %%
+fitted = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+try:
+    fitted.numpy()
+except RuntimeError as error:
+    print("fitted.numpy() -> RuntimeError:", str(error).splitlines()[0])
+as_array = fitted.detach().numpy()
+print("fitted.detach().numpy() works:", as_array)
+as_array[0] = 100.0                          # write into the array ...
+print("after as_array[0] = 100, fitted is", fitted, "| its version counter:", fitted._version)
+
+# %% [markdown]
+# `detach().numpy()` copies nothing: the array is a view of the tensor's memory, so writing into it
+# changes `fitted` as well — and, like `.data` in section 8, behind the version counter's back (still 0).
+# When you want numbers to keep or to modify, take a copy: `t.detach().cpu().numpy().copy()`, or
+# `t.tolist()` for plain Python numbers.
 
 # %% [markdown]
 # ## 8. In-place operations and the version counter
@@ -556,91 +732,60 @@ clip.remove()
 # backward runs — an evaluation loop without `no_grad`, a second loss you only log — appending `loss`
 # to a list keeps one complete graph, activations included, per step.
 #
-# To *measure* that on any device, we count the bytes that autograd has saved and that are still alive.
-# `torch.autograd.graph.saved_tensors_hooks(pack, unpack)` calls `pack` for every tensor a node saves;
-# we wrap each one in a small object and keep only a weak reference, so the object disappears exactly
-# when the graph that holds it is freed. (Parameters are saved too, but they live on anyway, so they
-# are not counted.)
+# To *measure* that on any device, we count the bytes of the tensors that autograd saved for backward
+# and that some graph still holds. `SavedTensorMeter` (from `coursekit.meters`, imported at the top) does
+# that with `torch.autograd.graph.saved_tensors_hooks`, which hands it every tensor a node saves while the
+# meter is active; it keeps only a weak reference to each, so the count drops the moment a graph is freed.
+# We pass it the model, whose parameters are saved too but live on anyway: they are not counted.
 
 # %%
-class SavedTensorMeter:
-    """Bytes of tensors saved for backward that are still held by some graph (parameters excluded)."""
-
-    class _Box:
-        __slots__ = ("tensor", "__weakref__")
-
-        def __init__(self, tensor):
-            self.tensor = tensor
-
-    def __init__(self, module):
-        self.boxes = weakref.WeakSet()
-        self.skip = {param.untyped_storage().data_ptr() for param in module.parameters()}
-        self.hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
-
-    def pack(self, tensor):
-        box = self._Box(tensor.detach())  # detach(): the box must not point back into the graph
-        self.boxes.add(box)
-        return box
-
-    def unpack(self, box):
-        return box.tensor
-
-    def held_kib(self):
-        storages = {}
-        for box in list(self.boxes):
-            storage = box.tensor.untyped_storage()
-            if storage.data_ptr() not in self.skip:
-                storages[storage.data_ptr()] = storage.nbytes()
-        return sum(storages.values()) / 1024
-
-    def __enter__(self):
-        self.hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.hooks.__exit__(*exc)
-
-
 seed_everything(0)
 evaluated = nn.Sequential(nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 1)).to(device)
 batches = [(torch.randn(64, 32).to(device), torch.randn(64, 1).to(device)) for _ in range(40)]
 
 
-def evaluate(keep: str) -> list[float]:
-    """Average the loss over the batches the way people write it, measuring what stays alive."""
-    kept, held = [], []
+def evaluate(habit: str) -> list[float]:
+    """One pass over the 40 batches, written with one habit; the KiB held by saved tensors after each batch."""
+    losses, preds, total_loss, held = [], [], 0.0, []
     with SavedTensorMeter(evaluated) as meter:
         for features, labels in batches:
-            loss = F.mse_loss(evaluated(features), labels)
-            kept.append(loss if keep == "loss" else loss.item())
+            out = evaluated(features)
+            loss = F.mse_loss(out, labels)
+            if habit == "losses.append(loss)":
+                losses.append(loss)
+            elif habit == "losses.append(loss.item())":
+                losses.append(loss.item())
+            elif habit == "total_loss += loss":
+                total_loss += loss
+            elif habit == "total_loss += loss.item()":
+                total_loss += loss.item()
+            elif habit == "preds.append(out)":
+                preds.append(out)
+            elif habit == "preds.append(out.detach())":
+                preds.append(out.detach())
             held.append(meter.held_kib())
     return held
 
 
-held = {"kept loss": evaluate("loss"), "kept loss.item()": evaluate("item")}
-for name, curve in held.items():
-    print(f"{name:17s} KiB held after step 1: {curve[0]:6.1f} | step 10: {curve[9]:7.1f} | step 40: {curve[-1]:7.1f}")
+held = {habit: evaluate(habit) for habit in ("losses.append(loss)", "losses.append(loss.item())")}
+for habit, curve in held.items():
+    print(f"{habit:26s} KiB held after batch 1: {curve[0]:6.1f} | batch 10: {curve[9]:7.1f} | batch 40: {curve[-1]:7.1f}")
 
 # %% [markdown]
-# Keeping `loss` holds 72.5 KiB more at every step; keeping the float holds one step's worth (the graph
-# of the latest `loss`, still in its variable until the next step replaces it). Where do
-# 72.5 KiB per step come from? Here is every tensor one step's graph saved, grouped by storage:
+# Keeping `loss` holds 72.5 KiB more at every batch; keeping the float holds one batch's worth (the graph
+# of the latest `loss`, still in its variable until the next batch replaces it). Where do 72.5 KiB per
+# batch come from? `meter.breakdown()` lists every block of memory (storage) that one batch's graph saved:
 
 # %%
 features, labels = batches[0]
 with SavedTensorMeter(evaluated) as meter:
     one_loss = F.mse_loss(evaluated(features), labels)
-    by_storage = {}
-    for box in list(meter.boxes):
-        storage = box.tensor.untyped_storage()
-        shape, nbytes, times = by_storage.get(storage.data_ptr(), (tuple(box.tensor.shape), storage.nbytes(), 0))
-        by_storage[storage.data_ptr()] = (shape, nbytes, times + 1)
-    for pointer, (shape, nbytes, times) in sorted(by_storage.items(), key=lambda item: (-item[1][1], item[1][0])):
-        size = "a parameter: not counted" if pointer in meter.skip else f"{nbytes / 1024:5.2f} KiB"
-        print(f"shape {str(shape):10s} saved by {times} node(s)  {size}")
+for saved in meter.breakdown():
+    size = "a parameter: not counted" if saved.excluded else f"{saved.nbytes / 1024:5.2f} KiB"
+    print(f"shape {str(saved.shape):10s} saved by {saved.saves} node(s)  {size}")
 print(f"total counted: {meter.held_kib():.2f} KiB")
-plot_curves({name: curve for name, curve in held.items()}, ylabel="KiB held by saved tensors",
-            title="evaluation loop: what 40 steps leave alive")
+plot_curves(held, ylabel="KiB held by saved tensors", xlabel="batch (0 is the first)",
+            title="evaluation loop: what 40 batches leave alive")
 
 # %% [markdown]
 # The (64, 256) block is the ReLU's output: the ReLU saved it (its gradient needs to know where the
@@ -650,37 +795,59 @@ plot_curves({name: curve for name, curve in held.items()}, ylabel="KiB held by s
 # second layer's weight is saved as well, but it is a parameter and would exist anyway. Scale that up to
 # a real network and a real evaluation set, and the "leak" is every activation of every batch.
 #
-# The fix is one of two habits: keep `loss.item()` (a Python float — the list then holds no tensor at
-# all), and evaluate under `torch.no_grad()`, which saves nothing in the first place. In a training
-# loop, `backward()` frees the saved tensors, so a kept `loss` holds only its (small) chain of nodes —
-# still no reason to keep it. The memory the tensors live in shows the same growth: on the CPU that is
-# the process's own memory; on a GPU it is the GPU's, which `torch.cuda.memory_allocated()` reports (the
-# process's memory would barely move there). Its numbers vary by machine, so this cell is not compared
-# when the notebook is tested:
+# ### Two more ways to keep graphs alive by accident
+#
+# A list of losses is the famous case, but any tensor that leads back into the graph does the same. Two
+# lines that look harmless: a running sum `total_loss += loss` (the sum is a tensor with a `grad_fn` whose
+# graph reaches every loss added so far), and collecting the model's outputs with `preds.append(out)`.
+# The same 40 batches, with each habit and its fix:
+
+# %%
+habits = ["total_loss += loss", "total_loss += loss.item()", "preds.append(out)", "preds.append(out.detach())"]
+held.update({habit: evaluate(habit) for habit in habits})
+with torch.no_grad():
+    held["preds.append(out) under no_grad"] = evaluate("preds.append(out)")
+for habit, curve in held.items():
+    print(f"{habit:32s} KiB held after batch 1: {curve[0]:5.1f} | batch 40: {curve[-1]:7.1f}")
+
+fig, ax = plt.subplots(figsize=(7.5, 3.4))
+names = list(held)[::-1]                     # the first habit on top
+ax.barh(names, [held[name][-1] for name in names], color=["tab:red" if held[name][-1] > 100 else "tab:green"
+                                                         for name in names])
+for row, name in enumerate(names):
+    ax.annotate(f" {held[name][-1]:.1f}", (held[name][-1], row), va="center", fontsize=8)
+ax.set_xlim(0, max(curve[-1] for curve in held.values()) * 1.15)
+ax.set(xlabel="KiB held by saved tensors after 40 batches", title="what each habit keeps alive")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# `total_loss += loss` keeps exactly as much as the list of losses, 2900 KiB: `total_loss` is a chain of
+# additions whose graph reaches every loss. `preds.append(out)` keeps 2880.5 KiB = 40 × 72 + 0.5: each kept
+# output holds the 72 KiB its two layers saved, while the MSE's two small (64, 1) tensors, 0.5 KiB, are
+# kept only for the latest `loss`. Every fix falls back to one batch's worth, 72.5 KiB — the graph of the
+# latest `out` and `loss`, still in their variables: `loss.item()` (a float), `out.detach()` (the values,
+# cut off from the graph). Under `torch.no_grad()` nothing is saved in the first place: 0.0 KiB.
+#
+# So: keep `loss.item()`, keep `out.detach()` (or `.cpu()` copies of it), and evaluate under
+# `torch.no_grad()`. In a training loop, `backward()` frees the saved tensors, so a kept `loss` holds only
+# its (small) chain of nodes — still no reason to keep it. The memory the tensors live in shows the same
+# growth: on the CPU that is the process's own memory; on a GPU it is the GPU's, which
+# `torch.cuda.memory_allocated()` reports (the process's memory would barely move there). `memory_in_use`
+# (also from `coursekit.meters`) reads whichever applies. Its numbers vary by machine, so this cell is not
+# compared when the notebook is tested:
 
 # %% tags=nbval-ignore-output
-import gc
-
-import psutil
-
-
-def memory_in_use() -> int:
-    """Bytes in use where this notebook's tensors live: the GPU's allocator, or the whole process on a CPU."""
-    if device.type == "cuda":
-        return torch.cuda.memory_allocated(device)
-    return psutil.Process().memory_info().rss
-
-
 def growth_mib(keep: str, steps: int = 60) -> float:
     seed_everything(0)
     wide = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 1)).to(device)
     gc.collect()
-    before = memory_in_use()
+    before = memory_in_use(device)
     kept = []
     for _ in range(steps):
         loss = wide(torch.randn(256, 64).to(device)).pow(2).mean()
         kept.append(loss if keep == "loss" else loss.item())
-    growth = (memory_in_use() - before) / 2**20
+    growth = (memory_in_use(device) - before) / 2**20
     del kept, loss
     gc.collect()
     return growth
@@ -691,6 +858,89 @@ for keep in ("loss", "item"):
     print(f"{where}: growth over 60 steps, keeping {keep:4s}: {growth_mib(keep):6.1f} MiB")
 with torch.no_grad():
     print(f"{where}: the same loop under torch.no_grad(), keeping loss: {growth_mib('loss'):6.1f} MiB")
+
+# %% [markdown]
+# ### Trap: a recurrent state carried across batches
+#
+# A recurrent network often reads one long sequence in chunks — here 12 batches of 10 time steps, for 4
+# sequences at once — and its hidden state `h` carries over from one batch to the next, so that the network
+# remembers what came before. Written naively, `h` carries its *graph* over too: batch 2's loss depends,
+# through `h`, on every time step of batch 1. In a training loop that fails at the second batch; the same
+# loop with `retain_graph=True`, which the first error message suggests, fails there as well:
+
+# %%
+seed_everything(0)
+chunks = [torch.randn(10, 4, 8).to(device) for _ in range(12)]   # per batch: 10 steps, 4 sequences, 8 features
+chunk_targets = [torch.randn(4, 1).to(device) for _ in range(12)]
+
+
+def read_stream(train: bool, detach_state: bool, retain_graph: bool = False) -> list[float]:
+    """Run an RNN cell over the 12 batches with h carried over; KiB held by saved tensors after each forward."""
+    with torch.random.fork_rng(devices=[]):       # the same start each time, and the notebook's RNG untouched
+        torch.manual_seed(0)
+        rnn, head = nn.RNNCell(8, 32).to(device), nn.Linear(32, 1).to(device)
+    parameters = [*rnn.parameters(), *head.parameters()]
+    optimizer = torch.optim.SGD(parameters, lr=0.05)
+    h = torch.zeros(4, 32, device=device)
+    held = []
+    with SavedTensorMeter(parameters) as meter:
+        for number, (chunk, target) in enumerate(zip(chunks, chunk_targets), start=1):
+            if detach_state:
+                h = h.detach()                   # the fix: keep h's values, drop its graph
+            for x_t in chunk:
+                h = rnn(x_t, h)
+            loss = F.mse_loss(head(h), target)
+            held.append(meter.held_kib())
+            if train:
+                optimizer.zero_grad()
+                try:
+                    loss.backward(retain_graph=retain_graph)
+                except RuntimeError as error:
+                    message = str(error)
+                    print(f"  batch {number}: RuntimeError: {message.split('. ')[0].split(':')[0]}")
+                    for advice in (s for s in message.split(". ") if s.startswith("Specify retain_graph=True")):
+                        print(f"  the message advises: {advice}")
+                    version = re.search(r"\[(\d+, \d+)\]\]?.*?(is at version \d+; expected version \d+)", message)
+                    if version:
+                        print(f"  the saved tensor of shape ({version[1]}) {version[2]}")
+                    return held
+                optimizer.step()
+        if train:
+            print(f"  all {len(held)} batches trained")
+    return held
+
+
+for retain_graph in (False, True):
+    print(f"training, h carried over, backward(retain_graph={retain_graph}):")
+    read_stream(train=True, detach_state=False, retain_graph=retain_graph)
+
+# %% [markdown]
+# The first error is section 5's: batch 1's `backward()` freed batch 1's saved tensors, and batch 2's
+# backward needs them, because its graph runs back through `h` into batch 1. With `retain_graph=True`
+# they are kept — and the second error appears: batch 1's graph saved the recurrent weight as it was (the
+# (32, 32) tensor is `weight_hh`, at version 1 after its initialisation), and `optimizer.step()` has changed
+# it in place since, to version 2 (section 8's version counter). Even if neither error
+# stood in the way, the graph would keep growing. Run the same loop without any backward — as an
+# evaluation over a long stream without `no_grad` would — and measure:
+
+# %%
+stream_held = {"h carried over": read_stream(train=False, detach_state=False),
+               "h = h.detach() at each batch": read_stream(train=False, detach_state=True)}
+for name, curve in stream_held.items():
+    print(f"{name:28s} KiB held after batch 1: {curve[0]:5.2f} | batch 2: {curve[1]:5.2f} | batch 12: {curve[-1]:6.2f}")
+plot_curves({name: (list(range(1, 13)), curve) for name, curve in stream_held.items()}, xlabel="batch",
+            ylabel="KiB held by saved tensors", ylim=(0, None), title="a recurrent state carried across 12 batches")
+print("training with h = h.detach() at each batch:")
+trained_held = read_stream(train=True, detach_state=True)
+print("KiB held after each forward:", sorted(set(round(kib, 2) for kib in trained_held)))
+
+# %% [markdown]
+# Without the detach, every batch adds its own 6.25 KiB — the 10 hidden states (512 bytes each) and the
+# batch's input — and all of them stay reachable from `h`: after 12 batches the graph holds 120 time steps,
+# and a backward from there would walk all of them. The fix is **truncated backpropagation through time**:
+# `h = h.detach()` at the start of each batch. `h` keeps its *values*, so the network still carries its memory
+# forward, but gradients flow back only through the current batch's 10 steps. The held memory stays flat at
+# one batch's graph, 6.78 KiB, and training runs through all 12 batches.
 
 # %% [markdown]
 # ## 11. Your own backward: `torch.autograd.Function`
@@ -831,14 +1081,19 @@ plot_curves(errors, xlabel="ε (finite-difference step)", ylabel="|error| of the
 #   to their inputs' nodes through `next_functions` (`None` for inputs without grad); leaves that
 #   require grad end in `AccumulateGrad`, which adds into `.grad`.
 # * The graph is built by running Python, anew on every forward, and belongs to the tensors it made.
+# * Backward runs each node once, in a topological order found by counting dependencies: a node that
+#   feeds several others waits for all of their gradients and runs on their sum.
 # * `backward()` on a scalar; `backward(u)` = vector-Jacobian product; `torch.autograd.grad` returns
 #   gradients without touching `.grad`; `create_graph=True` makes the backward differentiable.
 # * Backward frees saved tensors: a second pass needs `retain_graph=True` (or one summed loss).
 # * Gradients add up: `zero_grad` → forward → loss → backward → step. For accumulation over
 #   micro-batches, divide each loss by their number.
-# * `detach`, `no_grad`, `inference_mode` stop recording. In-place edits of saved tensors are caught by
-#   the version counter (not through `.data`). `retain_grad` and hooks expose inner gradients.
-# * Keep `loss.item()`, not `loss`, and evaluate under `no_grad`: a kept tensor keeps its graph.
+# * `detach`, `no_grad`, `inference_mode` stop recording; `.numpy()` needs `detach()` first (and shares
+#   memory). In-place edits of saved tensors are caught by the version counter (not through `.data`).
+#   `retain_grad` and hooks expose inner gradients.
+# * Keep `loss.item()` and `out.detach()`, not `loss` or `out` (also not in a running `total_loss +=`),
+#   and evaluate under `no_grad`: a kept tensor keeps its graph. Detach a recurrent state at each batch
+#   (truncated backpropagation through time), or its graph grows without end.
 # * A custom `autograd.Function` saves with `ctx.save_for_backward`; check it with `gradcheck` in
 #   `float64`.
 #
@@ -910,17 +1165,19 @@ check("gelu_function", globals(), "bfloat16", "any_shape_and_layout", "two_calls
 # %% [markdown]
 # Your own `gradcheck`: run it on your `GELUFunction` in `float64`. A wrong derivative shows up here as a
 # Jacobian mismatch: compare the *numerical* diagonal (finite differences) with the *analytical* one
-# (your `backward`). The cell prints the error instead of stopping.
+# (your `backward`). The cell prints the mismatch instead of stopping, and says so if your class is not
+# written yet.
 
 # %%
 seed_everything(0)
 gelu_input = torch.randn(4, dtype=torch.float64).to(device).requires_grad_()
-try:
-    passed = torch.autograd.gradcheck(GELUFunction.apply, (gelu_input,))
-    print("gradcheck of your GELUFunction in float64:", "passed" if passed else "failed")
-except Exception as error:  # a wrong backward, or an unfinished class: show it, do not stop
-    print(f"gradcheck of your GELUFunction in float64 failed: {type(error).__name__}:")
-    print("\n".join(str(error).splitlines()[:16]))  # the numerical, then the analytical Jacobian
+with uses_your_answer("GELUFunction"):
+    try:
+        passed = torch.autograd.gradcheck(GELUFunction.apply, (gelu_input,))
+        print("gradcheck of your GELUFunction in float64:", "passed" if passed else "failed")
+    except RuntimeError as error:  # a wrong backward (GradcheckError is a RuntimeError): show it, do not stop
+        print(f"gradcheck of your GELUFunction in float64 failed: {type(error).__name__}:")
+        print("\n".join(str(error).splitlines()[:16]))  # the numerical, then the analytical Jacobian
 
 # %% [markdown] nbgrader=readonly id=graph_ops_task
 # ## Exercise 2 · `graph_ops` (9 points)
@@ -968,11 +1225,9 @@ check("graph_ops", globals(), "unrolled_rnn", "residual_network")
 # in the pictures:
 
 # %%
-for title, tensor in {"out": out, "two_layer_loss": two_layer_loss}.items():
-    try:
+with uses_your_answer("graph_ops"):
+    for title, tensor in {"out": out, "two_layer_loss": two_layer_loss}.items():
         print(f"{title}: {dict(sorted(graph_ops(tensor).items()))}")
-    except Exception as error:  # an unfinished answer: show it, do not stop
-        print(f"{title}: graph_ops raised {type(error).__name__}: {error}")
 
 # %% [markdown] nbgrader=readonly id=grad_accumulation_task
 # ## Exercise 3 · `grad_accumulation` (8 points)
@@ -1039,11 +1294,9 @@ def regression_runs():
     return ordinary, accumulated
 
 
-try:
+with uses_your_answer("train_with_accumulation"):
     ordinary, accumulated = regression_runs()
-    gap = max(abs(a - b) for a, b in zip(ordinary, accumulated))
+    gap = max(abs(first - second) for first, second in zip(ordinary, accumulated))
     print("the two loss curves agree within 1e-5:", gap < 1e-5, "(the blue curve is hidden under the orange one)")
     plot_curves({"batches of 32": ordinary, "8 x 4 accumulated": accumulated}, xlabel="optimizer step",
                 title="ordinary training vs gradient accumulation")
-except Exception as error:  # an unfinished answer: show it, do not stop
-    print(f"train_with_accumulation raised {type(error).__name__}: {error}")

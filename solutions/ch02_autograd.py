@@ -102,3 +102,20 @@ def train_with_accumulation(
         optimizer.step()
         window_losses.append(total / accum_steps)
     return window_losses
+
+
+# ==================================================================================================
+# "Predict, then run" prompts of the chapter (coursekit.practice): the answers, worked out by hand
+# ==================================================================================================
+PREDICTIONS = {
+    # made by no recorded operation: the parameter, the data batch and detach()'s result
+    "02.which_are_leaves": {"layer.weight", "batch", "scores.detach()"},
+    # nn.Linear on a 2-D input is one fused addmm (bias + input @ weight.T)
+    "02.linear_grad_fn": "AddmmBackward0",
+    # b * b: two inputs, both b, so both entries are the node that made b (a * 2)
+    "02.fan_out_next_functions": ("MulBackward0", "MulBackward0"),
+    # 3 * m**2 = 12 at m = 2, then + 5 from 5 * m: AccumulateGrad adds
+    "02.grad_after_two_backwards": 17.0,
+    # frozen was made under no_grad; mixed = frozen * scale is recorded again, since scale requires grad
+    "02.requires_grad_after_no_grad": (False, True),
+}
