@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 03 · `nn.Module`: parameters, buffers and modes
 #
-# *Expected time: about 2 h — 1 h 15 min to read and run the cells, 45 min for the exercises
+# *Expected time: about 2 h 30 min — 1 h 45 min to read and run the cells, 45 min for the exercises
 # (an estimate from the chapter's length; take the time it takes).*
 #
 # An `nn.Module` is two things at once: a function (its `forward`) and a **registry** of state. The
@@ -16,14 +16,22 @@
 # 2. see a model whose layers sit in a Python list fail to learn, and fix it with `nn.ModuleList`;
 # 3. sort a module's tensors into parameters, buffers and plain attributes, and measure what each
 #    kind follows (`.to()`, `state_dict()`, the optimizer);
-# 4. measure what `train()` and `eval()` change (Dropout, BatchNorm and its running statistics);
+# 4. measure what `train()` and `eval()` change (Dropout, BatchNorm and its running statistics), and
+#    what they do not change (autograd: that is `torch.no_grad()`'s job);
 # 5. save and load weights with `state_dict`, and read the errors of a strict load;
 # 6. initialise with `apply()` and freeze part of a model;
-# 7. look inside a network with forward hooks (activation histograms) and full backward hooks
-#    (gradient sizes), and remove the hooks again;
-# 8. write two graded modules: `GLU` and `RunningNorm`.
+# 7. look inside a network with forward hooks: compare initialisations (N(0, 1), PyTorch's default,
+#    Xavier, Kaiming, all ones) by their activations, and see why `model(x)`, not `model.forward(x)`;
+# 8. measure gradient sizes with full backward hooks;
+# 9. clip the gradient norm in the training loop, in the right place;
+# 10. write two graded modules: `GLU` and `RunningNorm`.
+#
+# Between the sections, short **"predict, then run"** cells ask you to guess a value before the code
+# shows it: replace the `...` after `guess =` with your prediction and run the cell. A wrong guess is not
+# an error — the cell tells you the answer and why, and "Run All" goes on.
 
 # %% nbgrader=readonly id=opening
+import contextlib
 import copy
 import io
 import warnings
@@ -35,6 +43,7 @@ from torch import nn
 
 from coursekit import start_chapter, seed_everything
 from coursekit.plots import plot_bars, plot_curves, plot_histograms
+from coursekit.practice import predict, uses_your_answer
 from graders import check
 
 device = start_chapter("03_modules")
@@ -113,6 +122,16 @@ for first in ("a Linear", "a Parameter"):
         print(f"assigning {first} first -> AttributeError: {error}")
 
 # %% [markdown]
+# **Predict, then run.** How many numbers does `parameters()` hold for
+# `nn.Sequential(nn.Linear(10, 5), nn.ReLU(), nn.Linear(5, 1))`? Write an `int` in place of `...`.
+
+# %%
+guess = ...   # your prediction: an int
+probe = nn.Sequential(nn.Linear(10, 5), nn.ReLU(), nn.Linear(5, 1))
+predict("03.sequential_parameter_count", guess, sum(p.numel() for p in probe.parameters()),
+        why="Linear(10, 5) holds 10·5 weights + 5 biases = 55, Linear(5, 1) holds 5 + 1 = 6, ReLU holds none")
+
+# %% [markdown]
 # ## 2. Trap: layers kept in a Python list
 #
 # A common way to build a stack of variable depth is a list comprehension. A Python `list` is not
@@ -188,6 +207,25 @@ plot_curves(curves, ylabel="MSE loss on one batch", logy=True, title="Overfittin
 # `nn.Sequential` (it also runs the layers in order) or `nn.ModuleDict` (by name). A single tensor
 # that should be learned goes in an `nn.Parameter`; several in an `nn.ParameterList`.
 #
+# **Predict, then run.** The module below keeps two `Linear(3, 3)` layers in an `nn.ModuleList` and two
+# more in a plain list. How many parameter *tensors* (not numbers) does `named_parameters()` list under
+# each attribute? Answer as a pair: `(under listed, under plain)`.
+
+# %%
+class TwoContainers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.listed = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+        self.plain = [nn.Linear(3, 3), nn.Linear(3, 3)]
+
+
+names = [name for name, _ in TwoContainers().named_parameters()]
+guess = ...   # your prediction: (under listed, under plain)
+predict("03.modulelist_vs_list", guess,
+        (sum(n.startswith("listed.") for n in names), sum(n.startswith("plain.") for n in names)),
+        why="each registered Linear adds two tensors (weight, bias); a plain list registers nothing")
+
+# %% [markdown]
 # ## 3. Parameters, buffers and plain tensor attributes
 #
 # A module holds three kinds of tensors:
@@ -199,6 +237,28 @@ plot_curves(curves, ylabel="MSE loss on one batch", logy=True, title="Overfittin
 #   a lookup table), so checkpoints stay small;
 # * a **plain tensor attribute** — `self.t = torch.tensor(...)`. Not registered at all.
 #
+# **Predict, then run.** `model.to(torch.float64)` converts a module's tensors to double precision — but
+# which ones? Below, a module holds a float Parameter, a float buffer, an integer (int64) buffer and a plain
+# float tensor. Which of the four names hold float64 tensors after the call? Answer with a set of names.
+
+# %%
+class Holder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(2))
+        self.register_buffer("stats", torch.zeros(2))
+        self.register_buffer("count", torch.tensor(0))      # int64, like BatchNorm's num_batches_tracked
+        self.plain = torch.zeros(2)
+
+
+holder = Holder().to(torch.float64)
+guess = ...   # your prediction: a set of names, e.g. {"weight"}
+predict("03.float64_names", guess,
+        {name for name in ("weight", "stats", "count", "plain") if getattr(holder, name).dtype == torch.float64},
+        why="a dtype move converts the floating-point parameters and buffers only: the int64 counter stays "
+            "int64, and the plain tensor is not reached at all")
+
+# %% [markdown]
 # ### Trap: a plain tensor is left behind by `.to()` and missing from `state_dict()`
 #
 # Here is an input normaliser whose per-feature mean was stored as a plain tensor (its std, for
@@ -337,6 +397,18 @@ drop.eval()
 print("eval:         ", drop(ones))
 
 # %% [markdown]
+# **Predict, then run.** A model is put in training mode, then only its Dropout layer is put in eval
+# mode. What are `(model.training, model[0].training, model[1].training)` afterwards?
+
+# %%
+probe = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+probe.train()
+probe[1].eval()
+guess = ...   # your prediction: three booleans
+predict("03.training_flags", guess, (probe.training, probe[0].training, probe[1].training),
+        why="eval() sets the flag on the module it is called on and on that module's children, never on its parent")
+
+# %% [markdown]
 # BatchNorm's running statistics are buffers (so they move with `.to()` and are saved in
 # checkpoints). Each training-mode call blends the batch statistics into them with weight `momentum`
 # (0.1 by default): `running = (1 - momentum) · running + momentum · batch_value`, where the variance
@@ -458,11 +530,97 @@ classifier.train()
 print(f"accuracy {evaluate(classifier, 4):.3f} with batches of 4; mode afterwards: training={classifier.training}")
 
 # %% [markdown]
+# ### Trap: `eval()` does not switch off autograd
+#
+# `eval()` and `torch.no_grad()` sound alike, and the habit above uses both. They are two different
+# switches.
+#
+# **Predict, then run.** The classifier is in eval mode and no `no_grad()` is around the call. Does
+# its output have `requires_grad=True`?
+
+# %%
+classifier.eval()
+output = classifier(x_test)
+guess = ...   # your prediction: True or False
+predict("03.eval_output_requires_grad", guess, output.requires_grad,
+        why="eval() only changes how Dropout and BatchNorm compute; autograd still records every operation")
+print("output.grad_fn:", type(output.grad_fn).__name__)
+
+# %% [markdown]
+# A recorded graph is not free: for the backward pass, autograd keeps tensors that the forward pass
+# computed (a layer's input, for instance) alive as long as the output exists.
+# `torch.autograd.graph.saved_tensors_hooks` lets us see each tensor autograd saves. Below, the same
+# trained classifier runs on the 512 test points in the four combinations of the two switches; every
+# cell of the table is measured (the size counts saved tensors other than the model's own parameters and
+# buffers, which exist anyway).
+
+# %%
+def saved_by_forward(model, x):
+    """Run model(x) and return the output and the tensors autograd saved for a backward pass."""
+    saved = []
+
+    def pack(tensor):                         # called once for every tensor autograd saves
+        saved.append(tensor)
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        output = model(x)
+    return output, saved
+
+
+rows = ["| mode | autograd | two calls give the same output | BatchNorm's running stats updated | "
+        "`output.requires_grad` | `output.grad_fn` | saved for backward |",
+        "|---|---|---|---|---|---|---|"]
+for mode in ("train()", "eval()"):
+    for recording in (True, False):
+        model = copy.deepcopy(classifier).train(mode == "train()")
+        own = {t.data_ptr() for t in model.state_dict().values()}   # the model's parameters and buffers
+        before = model[1].running_mean.clone()
+        seed_everything(0)
+        with contextlib.nullcontext() if recording else torch.no_grad():
+            first, saved = saved_by_forward(model, x_test)
+            second = model(x_test)
+        kib = sum(t.numel() * t.element_size() for t in saved if t.data_ptr() not in own) / 1024
+        rows.append(f"| `{mode}` | {'on (the default)' if recording else 'off: `torch.no_grad()`'} "
+                    f"| {'yes' if torch.equal(first, second) else 'no'} "
+                    f"| {'no' if torch.equal(model[1].running_mean, before) else 'yes'} | {first.requires_grad} "
+                    f"| {type(first.grad_fn).__name__ if first.grad_fn else None} "
+                    f"| {len(saved)} tensors, {kib:.0f} KiB |")
+display(Markdown("\n".join(rows)))
+
+# %% [markdown]
+# Read the table by columns. The mode decides what the layers *compute*: in `train()` two calls differ
+# (Dropout draws a new mask) and BatchNorm updates its running statistics, with or without `no_grad()`.
+# `no_grad()` decides what autograd *records*: with it the output has no `grad_fn` and nothing is saved;
+# without it, even in `eval()`, the output carries a `grad_fn` and autograd saves tensors for a backward
+# pass that never comes.
+#
+# Here that is 388 KiB in eval mode, freed with the output. It grows with the batch and the model, and it
+# adds up when the outputs are kept: a validation loop that collects `model(x)` for every batch without
+# `no_grad()` keeps every batch's saved tensors alive until the list is dropped. Evaluate with both:
+# `model.eval()` for the layers, `torch.no_grad()` for autograd (or `torch.inference_mode()`, a stricter
+# version whose outputs can never be used in an autograd graph later).
+
+# %% [markdown]
 # ## 5. `state_dict` and `load_state_dict`
 #
 # `state_dict()` is an ordered dict from dotted names to tensors: every parameter and every persistent
 # buffer, nothing else (no optimizer, no code). Its tensors are *detached views* of the live ones —
 # no copy is made. `load_state_dict` copies values back into the existing tensors, matching by name.
+#
+# **Predict, then run.** Which keys does the `state_dict()` of
+# `nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.BatchNorm1d(4))` hold? Answer with a set of strings.
+
+# %%
+probe = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.BatchNorm1d(4))
+guess = ...   # your prediction: a set of keys, e.g. {"0.weight"}
+predict("03.state_dict_keys", guess, set(probe.state_dict()),
+        why="keys are '<index in the Sequential>.<name>'; the ReLU (index 1) holds nothing, and BatchNorm's "
+            "three buffers are saved beside its weight and bias")
+
+# %% [markdown]
+# The trained classifier's `state_dict()`, with each tensor's shape and dtype, and a round trip through
+# `torch.save` and `torch.load`:
 
 # %%
 for key, value in classifier.state_dict().items():
@@ -522,7 +680,6 @@ except RuntimeError as error:
 # %% [markdown]
 # `strict=False` turns the error into a return value with the two lists. Used to "make the error go
 # away", it loads **nothing** here and leaves a random model — always read what it returns.
-
 #
 # (8 missing keys, not 9: this hand-made dict lacks the version metadata that a real `state_dict()`
 # carries, and BatchNorm treats such a checkpoint as older than its `num_batches_tracked` buffer and
@@ -615,8 +772,9 @@ for body_in_eval in (False, True):
 # forward pass, without touching the model's code. It returns a **handle**; `handle.remove()` takes the
 # hook off again. The classic use is to record activations.
 #
-# Below, a deep `tanh` network is initialised three ways with `apply()`, and a hook on every `Tanh`
-# records what it outputs for the same random input.
+# Below, a deep `tanh` network (five `Linear` + `Tanh` layers of width 128, then a `Linear` to one output)
+# is initialised three ways with `apply()`, and a hook on every `Tanh` records what it outputs for the
+# same random input.
 
 # %%
 def deep_tanh(depth=5, width=128):
@@ -652,10 +810,10 @@ def record(module, inputs, output):
 
 
 handles = []
-for name, module in deep.named_modules():
-    if isinstance(module, nn.Tanh):
-        module.layer_name = f"tanh {name}"   # a plain attribute is fine for a label
-        handles.append(module.register_forward_hook(record))
+tanh_layers = [module for module in deep.modules() if isinstance(module, nn.Tanh)]
+for number, module in enumerate(tanh_layers, start=1):
+    module.layer_name = f"layer {number}"     # a plain attribute is fine for a label
+    handles.append(module.register_forward_hook(record))
 
 activations = {}
 for init_name, init in inits.items():
@@ -672,15 +830,114 @@ for init_name, init in inits.items():
                                                       for a in activations[init_name].values()))
 
 # %%
-plot_histograms(activations["N(0, 1)"], title="tanh outputs, weights drawn from N(0, 1): saturated")
-plot_histograms(activations["PyTorch default"], title="tanh outputs, PyTorch's default init: shrinking (read the x axes)")
-plot_histograms(activations["Xavier, tanh gain"], title="tanh outputs, Xavier init with tanh gain: stable")
+for init_name, title in (("N(0, 1)", "weights drawn from N(0, 1): saturated"),
+                         ("PyTorch default", "PyTorch's default init: shrinking layer by layer"),
+                         ("Xavier, tanh gain", "Xavier init with tanh gain: stable")):
+    plot_histograms(activations[init_name], title=f"tanh outputs (layer 1 = next to the input), {title}",
+                    xlabel="tanh output", sharex=True)
 
 # %% [markdown]
 # With weights of standard deviation 1, each `Linear` multiplies the spread by about `sqrt(128) ≈ 11`,
 # so every `tanh` is pushed to ±1 (a U shape: most units are saturated, and their gradient is near
 # zero). PyTorch's default init is too small for a deep `tanh` stack: the spread shrinks layer after
-# layer. Xavier's scale with the `tanh` gain keeps it steady.
+# layer (std 0.461 in layer 1, 0.077 in layer 5). Xavier's scale with the `tanh` gain keeps it steady.
+#
+# ### Kaiming init, made for ReLU
+#
+# Xavier's scale (weight variance `2 / (fan_in + fan_out)`, here `1 / 128`) keeps the spread of a layer's
+# output equal to that of its input — as long as the activation keeps it too. `tanh` nearly does around
+# zero, and the gain makes up for the rest. **ReLU does not**: it sets the negative half of its inputs to
+# zero, which halves their mean square. **Kaiming** (He) init doubles the variance to `2 / fan_in` to make
+# up for exactly that. Below, the same recording hooks on a ReLU stack (every `Tanh` replaced by `ReLU`),
+# initialised three ways: PyTorch's default, Xavier (gain 1, as for a linear activation) and Kaiming for
+# ReLU.
+
+# %%
+def deep_relu(depth=5, width=128):
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, 1)).to(device)
+
+
+relu_inits = {
+    "PyTorch default": None,
+    "Xavier (gain 1)": init_with(nn.init.xavier_uniform_),
+    "Kaiming (for ReLU)": init_with(lambda w: nn.init.kaiming_normal_(w, nonlinearity="relu")),
+}
+relu_spread = {}
+for init_name, init in relu_inits.items():
+    seed_everything(0)
+    relu_net = deep_relu()
+    if init is not None:
+        relu_net.apply(init)
+    relu_layers = [module for module in relu_net.modules() if isinstance(module, nn.ReLU)]
+    relu_handles = []
+    for number, module in enumerate(relu_layers, start=1):
+        module.layer_name = f"relu layer {number}"
+        relu_handles.append(module.register_forward_hook(record))
+    try:
+        captured.clear()
+        with torch.no_grad():
+            relu_net(x_deep)
+    finally:
+        for handle in relu_handles:
+            handle.remove()
+    stds = [outputs[-1].std().item() for outputs in captured.values()]
+    relu_spread[init_name] = (list(range(1, len(stds) + 1)), stds)
+    print(f"{init_name:19s} std of the ReLU outputs per layer: " + "  ".join(f"{v:.3f}" for v in stds))
+captured.clear()
+plot_curves(relu_spread, xlabel="ReLU layer (1 = next to the input)", ylabel="std of the ReLU outputs", logy=True,
+            title="A 5-layer ReLU stack, three initialisations")
+
+# %% [markdown]
+# Kaiming keeps the spread (0.833 in layer 1, 0.778 in layer 5: only the noise of a finite width).
+# Xavier loses about a factor `sqrt(2) ≈ 1.4` per layer (0.583 to 0.170), the factor ReLU takes away;
+# PyTorch's default, smaller still, loses more (0.341 to 0.032). The rule: Xavier for `tanh` and
+# `sigmoid`, Kaiming for ReLU and its relatives (`nonlinearity="leaky_relu"` with the slope as `a`).
+#
+# ### All ones: units that never become different
+#
+# Why random weights at all? Give every weight the same value — all ones — and every hidden unit of a
+# layer computes the same function of the same input, so all give the same output. In the backward pass
+# each receives the same gradient, so each gets the same update, and they are still equal after the
+# step: forever. A layer of 8 units then behaves like one unit. Below, a small circle classifier
+# (`Linear(2, 8)`, `Tanh`, `Linear(8, 2)`) trains for 100 full-batch SGD steps from all ones (biases zero)
+# and from PyTorch's default init:
+
+# %%
+def small_classifier(init):
+    seed_everything(0)
+    model = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 2)).to(device)
+    if init == "all ones":
+        model.apply(init_with(nn.init.ones_))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for _ in range(100):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x_train), y_train).backward()
+        optimizer.step()
+    return model
+
+
+outside = (y_test == 0).float().mean().item()  # the share of test points outside the circle (label 0)
+for init in ("all ones", "PyTorch default"):
+    model = small_classifier(init)
+    hidden = model[0].weight.detach()         # row i: the two input weights of hidden unit i
+    print(f"{init:15s} | hidden units 0 and 1 after 100 steps: {[round(w, 4) for w in hidden[0].tolist()]} "
+          f"and {[round(w, 4) for w in hidden[1].tolist()]}")
+    print(f"{'':15s} | all 8 units' weights identical: {torch.equal(hidden, hidden[:1].expand_as(hidden))} | "
+          f"test accuracy {evaluate(model):.3f} (always answering 'outside': {outside:.3f})")
+
+# %% [markdown]
+# After 100 steps the all-ones units are still exactly equal: they moved (the weights are no longer 1),
+# but all together. The classifier has one hidden unit's worth of capacity, and its 0.465 is worse than
+# the 0.539 of always answering "outside the circle". From the default init the units spread out and the
+# classifier reaches 0.969. Any constant init has this problem: random init exists to **break the
+# symmetry**, and its scale (Xavier, Kaiming) is chosen to keep the signal's size.
+#
+# Chapter 06 (mixed precision) comes back to these initialisations: its exercise `gradient_norm_study`
+# has you record the total gradient norm, before clipping, at every SGD step of an MLP started from
+# Xavier, Kaiming and all-ones weights, and compares them on ReLU and `tanh` networks.
 #
 # ### Trap: a hook left registered keeps firing
 #
@@ -714,6 +971,39 @@ print("after handle.remove(): hooks on the first Tanh:", len(deep[1]._forward_ho
 # measurement is done. Note also the `.detach()` in the hook: storing `output` itself would keep every
 # step's autograd graph alive.
 #
+# ### Trap: `model.forward(x)` skips the hooks
+#
+# Hooks are run by `nn.Module.__call__`, the method behind `model(x)`: it runs the forward pre-hooks,
+# then `forward`, then the forward hooks (and sets up full backward hooks). Calling `model.forward(x)`
+# yourself runs only `forward`, so that module's hooks are skipped. Below, a counting hook sits on the
+# `TwoLayer` model of section 1 and another on its `hidden` layer:
+
+# %%
+calls = {"net (the root)": 0, "net.hidden": 0}
+
+
+def count_call(module, inputs, output):
+    calls[module.hook_label] += 1
+
+
+net.hook_label, net.hidden.hook_label = "net (the root)", "net.hidden"
+count_handles = [net.register_forward_hook(count_call), net.hidden.register_forward_hook(count_call)]
+try:
+    x_small = torch.randn(2, 4)
+    for how, run in (("net(x)", lambda: net(x_small)), ("net.forward(x)", lambda: net.forward(x_small))):
+        before = dict(calls)
+        run()
+        print(f"{how:15s} hook calls: " + ", ".join(f"{k} +{calls[k] - before[k]}" for k in calls))
+finally:
+    for handle in count_handles:
+        handle.remove()
+
+# %% [markdown]
+# `net.forward(x)` skipped the root's hook, but not `hidden`'s: inside `forward`, `self.hidden(x)` is an
+# ordinary call. So a direct `forward` call silently loses exactly the hooks of the module it is called on
+# — a recorder like the one above, or the forward pre-hook through which `torch.nn.utils.prune` applies
+# its mask — and nothing warns. Always call the module: `model(x)`.
+#
 # ## 8. Full backward hooks: looking at gradients
 #
 # `module.register_full_backward_hook(fn)` calls `fn(module, grad_input, grad_output)` during
@@ -734,10 +1024,10 @@ def record_grad(module, grad_input, grad_output):
 
 
 handles = []
-for name, module in deep.named_modules():
-    if isinstance(module, nn.Linear):
-        module.layer_name = int(name)
-        handles.append(module.register_full_backward_hook(record_grad))
+linear_layers = [module for module in deep.modules() if isinstance(module, nn.Linear)]
+for number, module in enumerate(linear_layers, start=1):
+    module.layer_name = number                # 1 = next to the input, 6 = the output layer
+    handles.append(module.register_full_backward_hook(record_grad))
 
 gradient_curves = {}
 try:
@@ -751,21 +1041,153 @@ try:
             warnings.simplefilter("always")
             F.mse_loss(deep(x_deep), y_deep).backward()
         layers = sorted(grad_norms)
-        gradient_curves[init_name] = ([layers.index(k) for k in layers], [grad_norms[k] for k in layers])
-        print(f"{init_name:18s} |grad of each Linear's output|, first to last layer: "
+        gradient_curves[init_name] = (layers, [grad_norms[k] for k in layers])
+        print(f"{init_name:18s} |grad of each Linear's output|, layers 1 to 6: "
               + "  ".join(f"{grad_norms[k]:.2e}" for k in layers))
 finally:
     for handle in handles:
         handle.remove()
 print("warning caught:", str(caught[0].message).split(".")[0])
-plot_curves(gradient_curves, xlabel="Linear layer (0 = first)", ylabel="gradient norm at its output", logy=True,
-            title="Gradients measured by full backward hooks")
+plot_curves(gradient_curves, xlabel="Linear layer (1 = next to the input, 6 = the output layer)",
+            ylabel="gradient norm at its output", logy=True, title="Gradients measured by full backward hooks")
 
 # %% [markdown]
-# The same story as the activations, read from the other end. With N(0, 1) weights the gradient grows
-# about 2.5x per layer on its way back, almost 100x over five layers (the first layer would get huge
-# updates); with the default init it shrinks about 1.8x per layer, 16x in all (the first layers barely
-# learn); with Xavier it stays flat.
+# The same story as the activations, read from the other end (right to left in the plot). With N(0, 1)
+# weights the gradient grows about 2.5x per layer on its way back, almost 100x from layer 6 to layer 1 (the
+# first layer would get huge updates); with the default init it shrinks about 1.8x per layer, 16x in all
+# (the first layers barely learn); with Xavier it stays flat.
+#
+# ## 9. Clipping the gradient norm
+#
+# Even a well-initialised model meets a batch now and then whose gradient is far larger than the others —
+# a few wrong labels, an outlier input, a loss spike. One plain SGD step with such a gradient can undo
+# many steps of progress. `nn.utils.clip_grad_norm_(parameters, max_norm)` guards against it: it computes
+# the norm of **all** the gradients taken together (as if they were one long vector), and when that norm
+# is above `max_norm` it scales every gradient, in place, by `max_norm / norm`, so the direction stays
+# and only the length is cut. It returns the norm it measured **before** clipping, the number worth
+# logging. Its place in the loop is between the call that makes the gradients and the one that uses them:
+#
+# `zero_grad()` → forward → loss → `backward()` → **`clip_grad_norm_`** → `step()`
+#
+# The data: the 128 points of `sin(3x)` from section 2, with 4 labels replaced by 25, all in the first
+# batch of 16 — so every 8th step (once per epoch) sees a batch with a huge loss. A small `tanh` MLP trains
+# on it with plain SGD for 160 steps (20 epochs), once without and once with `max_norm=3`, from the same
+# initial weights. Each step logs the norm before clipping (the value `clip_grad_norm_` returns), the norm
+# after clipping (recomputed from the `.grad`s) and the loss on the **clean** labels.
+
+# %%
+y_bad = y_fit.clone()
+y_bad[:4] = 25.0                              # four wrong labels, all in the first batch
+
+
+def small_mlp():
+    seed_everything(2)                        # the same initial weights for every run
+    return nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1)).to(device)
+
+
+def grad_norm(model):
+    """The norm of all gradients of `model` taken together, as clip_grad_norm_ measures it."""
+    return nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None]).item()
+
+
+def train_sgd(max_norm, steps=160, batch_size=16, lr=0.05):
+    model = small_mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    log = {"before": [], "after": [], "clean loss": []}
+    for step in range(steps):
+        start = step * batch_size % len(x_fit)
+        rows = slice(start, start + batch_size)
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x_fit[rows]), y_bad[rows])
+        loss.backward()
+        if max_norm is None:
+            total = grad_norm(model)
+        else:
+            total = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()   # the norm BEFORE clipping
+        log["before"].append(total)
+        log["after"].append(grad_norm(model))
+        optimizer.step()
+        with torch.no_grad():
+            log["clean loss"].append(F.mse_loss(model(x_fit), y_fit).item())
+    return log
+
+
+MAX_NORM = 3.0
+runs = {"no clipping": train_sgd(None), f"clip_grad_norm_, max_norm={MAX_NORM:g}": train_sgd(MAX_NORM)}
+for name, log in runs.items():
+    above = [step for step, norm in enumerate(log["before"]) if norm > MAX_NORM]
+    on_bad_batch = sum(step % 8 == 0 for step in above)  # the bad batch: steps 0, 8, 16, ...
+    print(f"{name}:")
+    print(f"    gradient norm from backward(): median {sorted(log['before'])[80]:.2f}, largest {max(log['before']):.1f}, "
+          f"above {MAX_NORM:g} in {len(above)} of 160 steps ({on_bad_batch} of them on the bad batch)")
+    print(f"    largest norm a step used: {max(log['after']):.2f} | clean loss after the first step (a bad batch): "
+          f"{log['clean loss'][0]:.2f}, at the end: {log['clean loss'][-1]:.3f}")
+
+clipped_run = runs[f"clip_grad_norm_, max_norm={MAX_NORM:g}"]
+plot_curves({"before clipping (returned by clip_grad_norm_)": clipped_run["before"],
+             "after clipping (recomputed)": clipped_run["after"],
+             f"max_norm = {MAX_NORM:g}": [MAX_NORM] * len(clipped_run["before"])},
+            ylabel="total gradient norm", logy=True, legend_outside=True,
+            title=f"One run with clip_grad_norm_(..., max_norm={MAX_NORM:g})")
+plot_curves({name: log["clean loss"] for name, log in runs.items()}, ylabel="MSE on the clean labels", logy=True,
+            legend_outside=True, title="What clipping changed: the loss on the clean labels after each step")
+
+# %% [markdown]
+# In the clipped run the norm before clipping (blue) spikes every 8th step (up to 27.5) — the batch with
+# the wrong labels — and those 20 steps are the only ones above 3; after clipping (orange) they are cut to
+# exactly 3.00, and every other step is left as it was (the two curves coincide there).
+#
+# Without clipping, each bad step moves the model with its full gradient (norm up to 26.0): the clean loss
+# jumps (to 7.3 at the first step), the following batches then have large gradients too (42 steps above 3,
+# not only the 20 bad ones), and the 7 steps before the next bad batch only partly recover: a saw tooth
+# that ends at a clean loss of 0.660. With clipping, the bad batch still pulls, but no harder than a
+# gradient of norm 3, and the clean loss ends at 0.309.
+#
+# Clipping is a guard, not a cure: the wrong labels are still in the data. Choose `max_norm` above the
+# norms of ordinary steps (here the median is 0.65 and only the bad batch goes above 3) so that it cuts
+# only the spikes, and keep logging the returned value: a run that clips nearly every step is telling you
+# that `max_norm` or the learning rate is wrong.
+#
+# ### Trap: clipping in the wrong place
+#
+# `clip_grad_norm_` changes the `.grad` tensors *as they are when it is called*. Called before
+# `backward()`, there is nothing to clip yet; called after `step()`, the step has already used the full
+# gradient. Below, one step on the bad batch, from the same weights, with the clip in each place; the size of
+# the update is the norm of the change of all parameters together.
+
+# %%
+def one_step(clip_at):
+    model = small_mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    start = [p.detach().clone() for p in model.parameters()]
+    returned = "not called"
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x_fit[:16]), y_bad[:16])           # the batch with the wrong labels
+    if clip_at == "before backward()":
+        returned = f"{nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM).item():.1f}"
+    loss.backward()
+    if clip_at == "after backward() (right)":
+        returned = f"{nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM).item():.1f}"
+    optimizer.step()
+    if clip_at == "after step()":
+        returned = f"{nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM).item():.1f}"
+    update = nn.utils.get_total_norm([p.detach() - s for p, s in zip(model.parameters(), start)]).item()
+    print(f"clip {clip_at:25s} | clip_grad_norm_ returned {returned:10s} | size of the update {update:.3f}")
+
+
+for clip_at in ("nowhere", "before backward()", "after step()", "after backward() (right)"):
+    one_step(clip_at)
+
+# %% [markdown]
+# SGD's update is `lr × gradient`, so an unclipped step here has size `0.05 × 26.0 ≈ 1.30`, and a clipped
+# one `0.05 × 3 = 0.15`. Clipping before `backward()` measured a norm of 0 — `zero_grad()` had just set every
+# `.grad` to `None` — and then `backward()` wrote the full gradient, which the step used. Clipping after
+# `step()` measured the right norm and scaled the gradients, but the parameters had already moved by the
+# full amount; the scaled gradients are thrown away by the next `zero_grad()`. Neither mistake raises an
+# error, and the second even returns the right norm for your log: only the size of the update shows it.
+#
+# (With a `GradScaler` for mixed precision, the gradients must be unscaled first — `scaler.unscale_(optimizer)`
+# between `backward()` and the clip; chapter 06's exercise `amp_train_step` writes that loop.)
 #
 # ## Summary
 #
@@ -776,14 +1198,19 @@ plot_curves(gradient_curves, xlabel="Linear layer (0 = first)", ylabel="gradient
 #   model whose layers do not learn.
 # * Parameters are learned; buffers are state that follows `.to()` and is saved (unless
 #   `persistent=False`); plain tensor attributes follow nothing.
-# * `train()`/`eval()` flip `training` on every submodule: Dropout and BatchNorm behave differently,
-#   and BatchNorm updates its running buffers only in training. Evaluate with `eval()` + `no_grad()`.
+# * `train()`/`eval()` flip `training` on a module and all its submodules (never its parent): Dropout and
+#   BatchNorm behave differently, and BatchNorm updates its running buffers only in training.
+# * The mode and `no_grad()` are separate switches: the mode changes what Dropout and BatchNorm compute,
+#   `no_grad()` stops autograd from recording (and saving tensors). Evaluate with `eval()` + `no_grad()`.
 # * `state_dict()` holds views of the live tensors (clone to keep a copy); `load_state_dict` is strict
 #   by default — read the missing and unexpected keys instead of switching `strict` off.
 # * `apply()` walks every submodule (handy for initialisation); freezing is `requires_grad_(False)` plus
 #   `eval()` for layers with running statistics.
+# * Initialise for the activation: Xavier for `tanh`, Kaiming for ReLU; never one constant for a whole
+#   layer, whose units would stay identical.
 # * Forward and full backward hooks observe activations and gradients; keep their handles and remove
-#   them.
+#   them. Call `model(x)`, never `model.forward(x)`, or that module's hooks do not run.
+# * Clip with `clip_grad_norm_` between `backward()` and `step()`, and log the norm it returns.
 #
 # ---
 # # Exercises
@@ -917,18 +1344,21 @@ check("running_norm", globals(), "buffers_hold_no_history", "input_gradient_matc
 
 # %% [markdown]
 # Once both pass, build the circle classifier from your own modules and run the measurements of this
-# chapter on it: the state table, and the accuracy in each mode. (One new fact shows in the table:
-# `.double()` converts only floating-point tensors, so the int64 counter stays int64.)
+# chapter on it: the state table, and the accuracy in each mode. (The table shows the rule of the
+# prediction in section 3 again: `.double()` converts only floating-point tensors, so the int64 counter
+# stays int64.) Until your two modules are written, this cell says so instead of stopping.
 
 # %%
-seed_everything(0)
-own = nn.Sequential(GLU(2, 64), RunningNorm(64), nn.Dropout(0.5), nn.Linear(64, 2)).to(device)
-train_classifier(own)
-own_kinds = {
-    "`GLU.weight` (Parameter)": (lambda m: m[0].weight, "0.weight"),
-    "`RunningNorm.running_mean` (buffer)": (lambda m: m[1].running_mean, "1.running_mean"),
-    "`RunningNorm.num_batches_tracked` (buffer)": (lambda m: m[1].num_batches_tracked, "1.num_batches_tracked"),
-}
-display(Markdown(state_table(own_kinds, lambda: copy.deepcopy(own))))
-seed_everything(0)
-print(f"eval(): test accuracy {evaluate(own):.3f} | train(), batches of 4: {accuracy(copy.deepcopy(own).train(), 4):.3f}")
+with uses_your_answer("GLU", "RunningNorm"):
+    seed_everything(0)
+    own = nn.Sequential(GLU(2, 64), RunningNorm(64), nn.Dropout(0.5), nn.Linear(64, 2)).to(device)
+    train_classifier(own)
+    own_kinds = {
+        "`GLU.weight` (Parameter)": (lambda m: m[0].weight, "0.weight"),
+        "`RunningNorm.running_mean` (buffer)": (lambda m: m[1].running_mean, "1.running_mean"),
+        "`RunningNorm.num_batches_tracked` (buffer)": (lambda m: m[1].num_batches_tracked, "1.num_batches_tracked"),
+    }
+    display(Markdown(state_table(own_kinds, lambda: copy.deepcopy(own))))
+    seed_everything(0)
+    print(f"eval(): test accuracy {evaluate(own):.3f} | "
+          f"train(), batches of 4: {accuracy(copy.deepcopy(own).train(), 4):.3f}")

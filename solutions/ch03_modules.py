@@ -86,3 +86,16 @@ class RunningNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_features}, momentum={self.momentum}, eps={self.eps}"
+
+
+# Reference answers to the chapter's "predict, then run" prompts (coursekit.practice.predict), worked out by
+# hand; the instructor's build checks each against what the code computes.
+PREDICTIONS = {
+    "03.sequential_parameter_count": 61,  # Linear(10, 5): 10*5 + 5 = 55; ReLU: 0; Linear(5, 1): 5 + 1 = 6
+    "03.modulelist_vs_list": (4, 0),  # two registered Linears x (weight, bias); the plain list registers nothing
+    "03.float64_names": {"weight", "stats"},  # float Parameter, float buffer; not the int64 one or the plain tensor
+    "03.training_flags": (True, True, False),  # eval() on model[1] reaches neither its parent nor its sibling
+    "03.eval_output_requires_grad": True,  # eval() does not stop autograd
+    "03.state_dict_keys": {"0.weight", "0.bias", "2.weight", "2.bias", "2.running_mean", "2.running_var",
+                           "2.num_batches_tracked"},  # the ReLU (index 1) has no state
+}
