@@ -175,3 +175,122 @@ def test_released_answer_cells_score_zero(chapter):
         report = graders.check_namespace(exercise.id, namespace, device="cpu")
         assert report.score == 0 < report.max_score, report.as_text()
         assert not report.grader_errors, report.as_text()
+
+
+# ---------------------------------------------------------------- practice while reading (coursekit.practice)
+
+PRACTICE_CHAPTERS = ("01_tensors", "02_autograd", "03_modules", "04_data")  # issue 15's second edition
+MIN_PROMPTS = 4
+
+
+def _predict_calls(source: str) -> list[ast.Call]:
+    return [node for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "predict"]
+
+
+def _solutions_module(chapter: str):
+    import importlib
+
+    return importlib.import_module(f"solutions.ch{chapter}")
+
+
+def _hand_written_predictions(chapter: str) -> dict:
+    """The chapter's PREDICTIONS as written in its solutions file: a dict of literals (ast.literal_eval refuses
+    anything computed), so no key is copied from the code it is meant to check."""
+    path = _solutions_module(chapter).__file__
+    for node in ast.parse(open(path, encoding="utf-8").read()).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PREDICTIONS"]:
+            return ast.literal_eval(node.value)
+    return {}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_practice_prompts_are_ungraded_answered_by_hand_and_right(chapter):
+    """Each "predict, then run" cell: an ungraded cell whose guess starts as `...`, a question id of this chapter
+    used once, a hand-written key in the chapter's solutions module, and (executed as the instructor's copy) a
+    RIGHT verdict: the key agrees with what the code printed."""
+    keys = _hand_written_predictions(chapter)
+    assert keys == getattr(_solutions_module(chapter), "PREDICTIONS", {})
+    asked = []
+    for cell in _load(chapter).cells:
+        if cell.cell_type != "code" or "predict(" not in cell.source:
+            continue
+        for call in _predict_calls(cell.source):
+            question = call.args[0].value
+            assert question.startswith(chapter[:2] + "."), f"{cell.id}: {question} is not a {chapter} question"
+            assert not _nbgrader(cell), f"{cell.id}: practice prompts are not graded"
+            guess = call.args[1]
+            assigned = {ast.unparse(n.targets[0]): n.value for n in ast.parse(cell.source).body if isinstance(n, ast.Assign)}
+            assert isinstance(guess, ast.Name) and isinstance(assigned.get(guess.id), ast.Constant) \
+                and assigned[guess.id].value is ..., f"{cell.id}: the guess must start as `...` in the cell"
+            assert not isinstance(call.args[2], ast.Constant), f"{cell.id}: {question}'s value must be computed"
+            assert question in keys, f"{question}: add its hand-written answer to PREDICTIONS in solutions/ch{chapter}.py"
+            printed = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+            assert f"RIGHT  {question}:" in printed, f"{question}: the key disagrees with the code: {printed[:300]}"
+            asked.append(question)
+    assert len(asked) == len(set(asked)), f"{chapter}: a question id is used twice"
+    assert set(keys) == set(asked), f"{chapter}: PREDICTIONS for questions no cell asks: {set(keys) - set(asked)}"
+    if chapter in PRACTICE_CHAPTERS:
+        assert len(asked) >= MIN_PROMPTS, f"{chapter}: {len(asked)} practice prompts, want at least {MIN_PROMPTS}"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_cells_after_the_exercises_that_run_an_answer_are_guarded(chapter):
+    """In the student edition the answers raise NotImplementedError until written: an ungraded cell after the
+    exercises that runs one must say so (coursekit.practice.uses_your_answer), not stop "Run All"."""
+    answer_names = {name for e in graders.exercises() if e.chapter == chapter for name in e.names}
+    after_exercises = False
+    for cell in _load(chapter).cells:
+        after_exercises |= cell.cell_type == "markdown" and bool(re.search(r"^# Exercises", cell.source, re.M))
+        if not after_exercises or cell.cell_type != "code" or _nbgrader(cell):
+            continue
+        tree = ast.parse(cell.source)
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & answer_names
+        if not used:
+            continue
+        guarded = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.With):
+                for item in node.items:
+                    call = item.context_expr
+                    if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "uses_your_answer":
+                        guarded |= {a.value for a in call.args if isinstance(a, ast.Constant)}
+        assert used <= guarded, f"{chapter}: cell {cell.id} runs {sorted(used - guarded)} without uses_your_answer"
+    assert after_exercises, f"{chapter}: no '# Exercises' heading found"
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_student_edition_runs_all_to_the_end(chapter, tmp_path, monkeypatch):
+    """The student edition, as handed out (every answer still `raise NotImplementedError()`), every cell run in
+    turn even past an error (as nbgrader does; JupyterLab's Run All stops at the first failing check cell, and
+    a student then runs on by hand): only the graded check cells and an answer cell that is a bare stub fail;
+    every prompt asks for a prediction; every cell after the exercises says an answer is missing, not raising."""
+    from nbclient import NotebookClient
+
+    nb = _load(chapter)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            if _nbgrader(cell).get("solution"):
+                cell.source = _released(cell.source)
+    monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)
+    monkeypatch.setenv("COURSE_OFFLINE", "1")
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(notebooks.notebook_path(chapter).parent)}}).execute()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        errors = [f"{o.ename}: {o.evalue}"[:300] for o in cell.outputs if o.output_type == "error"]
+        printed = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+        if _nbgrader(cell).get("grade"):
+            assert errors and errors[0].startswith("ExerciseNotPassed:"), \
+                f"{chapter}: check cell {cell.id} should fail with its diagnosis: {errors or printed[:300]}"
+            continue
+        if _nbgrader(cell).get("solution") and errors == ["NotImplementedError: "]:
+            continue  # a class whose body is the stub raises as it is defined, as it does for the student
+        assert not errors, f"{chapter}: cell {cell.id} stops Run All in the student edition: {errors}"
+        if "with uses_your_answer(" in cell.source:
+            assert "This cell uses your" in printed, f"{chapter}: cell {cell.id} ran without the answers: {printed[:300]}"
+        for call in _predict_calls(cell.source):
+            assert f"PREDICT  {call.args[0].value}: write your prediction" in printed, f"{cell.id}: {printed[:300]}"

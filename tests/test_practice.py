@@ -72,7 +72,8 @@ def test_a_right_prediction_in_any_equivalent_form_is_right(student, capsys, gue
 def test_a_wrong_prediction_shows_the_real_value_and_why(student, capsys, guess, actual, options):
     assert judged("01.q", guess, actual, why="because of the strides", **options) is False
     out = capsys.readouterr().out
-    assert out.startswith("NOT YET  01.q: you predicted") and repr(actual)[:20] in out
+    shown = "{'a', 'b'}" if actual == {"a", "b"} else repr(actual)[:20]  # a set is shown sorted (nbval)
+    assert out.startswith("NOT YET  01.q: you predicted") and shown in out
     assert "why: because of the strides" in out
 
 
