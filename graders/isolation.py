@@ -748,7 +748,30 @@ def _load(setup: dict) -> tuple[dict[str, Any], set[str]]:
 
     student = RunnerStudent({}, set(setup["lines"]), setup["label"])
     namespace = student.run(cloudpickle.loads, setup["payload"])
+    _notebook_classes_findable(namespace)
     return namespace, set(setup["lines"])
+
+
+def _notebook_classes_findable(namespace: dict[str, Any]) -> None:
+    """Put the classes a notebook defined (``__module__ == "__main__"``) where pickle looks for them by name.
+
+    cloudpickle rebuilds them here by value, but an instance that comes back from a DataLoader worker is
+    pickled by reference, ``__main__.<name>``: without this, a correct answer returning a namedtuple defined
+    in the notebook failed in its workers while it passed from a file. The answers' own classes and those
+    their functions use (a function's globals, as cloudpickle rebuilt them) are registered; nothing the
+    runner's ``__main__`` already defines is replaced.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        return
+    seen: list[Any] = list(namespace.values())
+    for value in list(seen):
+        if isinstance(value, types.FunctionType):
+            seen.extend(value.__globals__.values())
+    for value in seen:
+        if (isinstance(value, type) and value.__module__ == "__main__" and "." not in value.__qualname__
+                and not hasattr(main, value.__qualname__)):
+            setattr(main, value.__qualname__, value)
 
 
 def _resolve(module_name: str, qualname: str) -> Any:

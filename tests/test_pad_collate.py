@@ -99,3 +99,24 @@ def test_a_notebook_answer_works_as_collate_fn_in_worker_processes(device):
     message = report.results[0].message
     assert not report.passed and "AssertionError: no workers here" in message, message
     assert "in DataLoader worker process 0" in message and "your notebook cell, line 7" in message, message
+
+
+def test_a_notebook_namedtuple_comes_back_from_the_workers(device):
+    """A batch type defined in the notebook is rebuilt in the runner by value, but the workers send each batch
+    back pickled by reference (`__main__.Padded`): the runner must find it there. It once did not, and this
+    correct answer failed from a notebook while it passed from a file."""
+    filename = "/tmp/ipykernel_4/3.py"
+    source = ("import collections\nimport torch\n"
+              "Padded = collections.namedtuple('Padded', 'padded lengths labels')\n"
+              "def pad_collate(batch):\n"
+              "    width = max(len(s) for s, _ in batch)\n"
+              "    padded = torch.zeros(len(batch), width, dtype=torch.long)\n"
+              "    for i, (s, _) in enumerate(batch):\n"
+              "        padded[i, :len(s)] = s\n"
+              "    lengths = torch.tensor([len(s) for s, _ in batch])\n"
+              "    return Padded(padded, lengths, torch.tensor([int(y) for _, y in batch]))\n")
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(source, filename, "exec"), namespace)
+    linecache.cache[filename] = (0, None, source.splitlines(True), filename)
+    report = graders.check_namespace("pad_collate", namespace, ["works_in_dataloader"], device=device)
+    assert report.passed, report.as_text()
