@@ -119,8 +119,8 @@ def test_the_shipped_job_files_agree_on_the_number_of_shards_and_the_image():
     assert subprocess.run(["bash", "-n", str(GRADING / "slurm-grade.sh")]).returncode == 0
 
 
-def _socket_folders() -> set[str]:
-    return {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("cg")}
+def _socket_folders(folder: Path) -> set[str]:
+    return {p for p in os.listdir(folder) if p.startswith("cg")}
 
 
 def _classgrade(root, *args, wait=True):
@@ -142,14 +142,16 @@ def test_two_shards_in_separate_processes_then_one_merge_survive_a_crash_memory_
     _an_earlier_full_score(tmp_path, "dies")
     assert _scores(tmp_path)["dies"] == 3.0  # the premise
 
-    sockets_before = _socket_folders()
+    # The shards' own temporary folder: other tests running meanwhile (xdist) make socket folders of their own.
+    private_tmp = Path(tempfile.mkdtemp(prefix="shards", dir="/tmp"))  # short: a Unix socket's path is limited
+    sockets_before = _socket_folders(private_tmp)
     # Shard 0 as a pod of the shipped Kubernetes Indexed Job runs it, shard 1 as the Slurm array task would:
     # two separate processes at once, each with the command those files give.
-    pod = _pod(GRADING / "kubernetes-grade.yaml", tmp_path, JOB_COMPLETION_INDEX="0", SHARDS="2")
+    pod = _pod(GRADING / "kubernetes-grade.yaml", tmp_path, JOB_COMPLETION_INDEX="0", SHARDS="2", TMPDIR=str(private_tmp))
     array_task = subprocess.Popen(["bash", str(GRADING / "slurm-grade.sh")], cwd=tmp_path, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   env={**_env(), "CHAPTER": "a1", "COURSE_ROOT": str(tmp_path), "PYTHON": sys.executable,
-                                       "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2"})
+                                       "SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2", "TMPDIR": str(private_tmp)})
     shards = [pod, array_task]
     logs = [shard.communicate(timeout=180)[0] for shard in shards]
     assert [shard.returncode for shard in shards] == [0, 0], logs
@@ -169,7 +171,8 @@ def test_two_shards_in_separate_processes_then_one_merge_survive_a_crash_memory_
     assert {s: float(r["score"]) for s, r in rows.items()} == expected
     assert rows["dies"]["status"] == "kernel died" and rows["right"]["status"] == "graded"
     assert (tmp_path / "reports" / "a1" / "class_report.png").stat().st_size > 10_000
-    assert _socket_folders() == sockets_before, "every worker's socket folder is removed"
+    assert _socket_folders(private_tmp) == sockets_before == set(), "every worker's socket folder is removed"
+    shutil.rmtree(private_tmp, ignore_errors=True)
 
     # A shard missing: nothing is merged, and the message says which.
     shutil.rmtree(tmp_path / ".classgrade" / "a1" / "shards" / "1-of-2")
