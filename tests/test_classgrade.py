@@ -19,6 +19,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from coursekit import classgrade
 from graders.judge_server import KERNEL_CONNECTED
+from tests.processes import alive
 
 pytestmark = pytest.mark.slow
 
@@ -222,9 +223,9 @@ def test_past_its_time_limit_a_submission_is_stopped_with_everything_it_started(
         assert worker.ask("loops", autograde=True, timeout=3) is None and time.monotonic() - began < 10
         child = int(started.read_text())
         deadline = time.monotonic() + 5
-        while _alive(child) and time.monotonic() < deadline:
+        while alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(child), "the submission's own child process outlived the limit"
+        assert not alive(child), "the submission's own child process outlived the limit"
         assert worker.ask("quick", autograde=True, timeout=30) == {"student": "quick", "success": True}
     finally:
         worker.close()
@@ -255,15 +256,6 @@ def test_a_worker_that_dies_is_said_to_have_died_and_the_next_request_starts_ano
         worker.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie has ended; only its parent has not collected it yet
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except OSError:
-        return True
 
 
 OWN_STRIDES = ("def contiguous_strides(shape):\n    strides, step = [], 1\n    for size in reversed(list(shape)):\n"

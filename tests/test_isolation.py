@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -20,6 +19,7 @@ import pytest
 
 import graders
 from graders.isolation import Limits, Runner, StudentSource
+from tests.processes import alive
 
 HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
 
@@ -57,16 +57,9 @@ def test_hostile_answer_is_judged_correctly(path, tmp_path):
     if pids.exists():  # every process the answer started was ended with its runner
         time.sleep(0.2)
         for pid in map(int, pids.read_text().split()):
-            assert not _alive(pid), f"process {pid} started by the answer is still running"
+            assert not alive(pid), f"process {pid} started by the answer is still running"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "zombie" in status.read_text())
 
 
 @pytest.mark.slow
@@ -145,7 +138,7 @@ def test_a_runner_cannot_outlive_its_check(tmp_path):
     assert runner.request(("call", "f", (), {}, False)) == 1
     pid = runner.process.pid
     runner.close()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 def test_spawn_start_method_grades_a_notebook_answer(tmp_path):
@@ -171,14 +164,14 @@ def test_student_code_does_not_outlive_a_killed_judge(tmp_path):
             assert time.monotonic() < deadline and judge.poll() is None, "the runner never started"
             time.sleep(0.1)
         runner = int(pid_file.read_text())
-        assert _alive(runner)
+        assert alive(runner)
     finally:
         judge.kill()
         judge.wait()
     deadline = time.monotonic() + 10
-    while _alive(runner) and time.monotonic() < deadline:
+    while alive(runner) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(runner), "the student's endless loop kept running after its judge was killed"
+    assert not alive(runner), "the student's endless loop kept running after its judge was killed"
 
 
 def test_the_forkserver_never_asks_for_a_gpu_where_one_exists(monkeypatch):

@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader
 import graders
 from graders.ch04_data import range_stream as grader
 from solutions import ch04_data as reference
+from tests.processes import alive
 
 FAST_TIMEOUT_S = 2.0  # the test suite's time limit on student code (tests/submissions.py)
 
@@ -106,15 +107,6 @@ def test_a_worker_error_shows_the_students_line():
     assert "in DataLoader worker process 0" in message and "your notebook cell, line 12" in message, message
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
 
 
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
@@ -136,9 +128,9 @@ def test_a_hanging_worker_ends_as_a_timeout_and_does_not_outlive_the_check(tmp_p
     workers = [int(line) for line in pids.read_text().split()]
     assert workers, "no worker process ran the student's __iter__"
     deadline = time.monotonic() + 5
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in workers), "a hanging worker outlived its check"
+    assert not any(alive(pid) for pid in workers), "a hanging worker outlived its check"
 
 
 def _children(pid: int) -> list[int]:

@@ -25,6 +25,7 @@ from graders.student import Submission
 ANSWER = '''\
 import torch
 import torch.distributed as dist
+from tests.processes import alive
 
 
 def average(t):
@@ -110,22 +111,12 @@ def leftovers(monkeypatch, tmp_path):
     # A runner killed with SIGKILL can still show as running for a moment while the kernel tears it down.
     deadline = time.monotonic() + 5.0
     for pid in pids:
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not _alive(pid), f"runner {pid} is still running"
+        assert not alive(pid), f"runner {pid} is still running"
     assert sorted(os.listdir(private)) == [], "temporary files were left behind"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie has exited (and the runner's parent reaps it)
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _check_average(run: ranks.RankRun, values=(1.0, 3.0)) -> None:

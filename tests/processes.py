@@ -1,0 +1,23 @@
+"""Whether a process the tests started (or one it started) is still running: shared by the isolation, rank,
+range-stream and class-grading tests, which all prove that nothing outlives a check."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs. A zombie has ended (only its parent has not collected it yet), so it counts as
+    ended; where /proc cannot be read (not Linux), a process that exists counts as running."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by someone else
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
