@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 04 · Datasets and DataLoader
 #
-# *Expected time: about 3 h 15 min — 2 h to read and run the cells, 1 h 15 min for the exercises
+# *Expected time: about 3 h 30 min — 2 h 15 min to read and run the cells, 1 h 15 min for the exercises
 # (an estimate from the chapter's length; take the time it takes).*
 #
 # A training loop sees data only through one line — `for inputs, targets in loader:` — and that line
@@ -11,20 +11,26 @@
 # duplicated items, on a data order you can never reproduce, or on images in the wrong range, and the
 # only symptom is a worse curve.
 #
-# **In this chapter** you will
+# The chapter has two parts. **Part I, data** (sections 1–6), is about that machine. In it you will
 # 1. write a map-style dataset (`__len__` and `__getitem__`), use `TensorDataset`, and meet iterable datasets;
 # 2. load real images through torchvision — FashionMNIST, or an offline stand-in the notebook draws
-#    itself — transform them with `transforms.v2` and look at a batch;
+#    itself — transform them with `transforms.v2`, look at a batch, normalize with statistics of the
+#    training split only, and give training and validation their own transforms;
 # 3. follow an index from the sampler to the batch: samplers, batch samplers, default collation,
 #    `drop_last`, and the collation error that variable-length data causes;
 # 4. load in worker processes: how they start (fork or spawn) and where their code must live, what each
-#    worker gets, items duplicated by an iterable dataset, and shuffling and random augmentation made
-#    reproducible;
+#    worker gets, items duplicated by an iterable dataset, shuffling and random augmentation made
+#    reproducible — and what else, beyond seeds, decides whether a run repeats bit for bit;
 # 5. measure loader throughput against `num_workers` on this machine, and see what `prefetch_factor`,
 #    `persistent_workers` and `pin_memory` do;
-# 6. push one batch through the whole pipeline before a long run;
-# 7. learn the learning-rate range test;
-# 8. write three graded exercises: `pad_collate`, `range_stream` and `lr_range_test`.
+# 6. push one batch through the whole pipeline before a long run.
+#
+# **Part II, the learning rate** (section 7), is a second topic that needs the data of Part I: what an
+# optimizer keeps (`param_groups`, `state_dict()`), and the learning-rate range test built on it.
+#
+# Three graded exercises close the chapter: `pad_collate` and `range_stream` (Part I) and `lr_range_test`
+# (Part II). Between the sections, short "predict, then run" prompts ask you to guess a result before the
+# code shows it: replace the `...` with your guess and run the cell (they are not graded).
 
 # %% nbgrader=readonly id=opening
 import collections
@@ -49,18 +55,22 @@ from PIL import Image, ImageDraw
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import (BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler,
-                              SequentialSampler, TensorDataset, WeightedRandomSampler, default_collate,
+                              SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, default_collate,
                               get_worker_info, random_split)
 from torchvision import datasets
 from torchvision.transforms import v2
 
-from coursekit import start_chapter, seed_everything
-from coursekit.plots import plot_bars, plot_curves, show_image_grid
+from coursekit import determinism_settings, run_record, seed_everything, set_deterministic, start_chapter
+from coursekit.data_sources import choose_image_source
+from coursekit.plots import plot_bars, plot_curves, plot_histograms, show_image_grid
+from coursekit.practice import predict, uses_your_answer
 from graders import check
 
 device = start_chapter("04_data")
 
 # %% [markdown]
+# # Part I · Data
+#
 # ## 1. Datasets
 #
 # ### Map-style: `__len__` and `__getitem__`
@@ -112,6 +122,15 @@ try:
     TensorDataset(circles.points, circles.labels[:-1])
 except AssertionError as error:
     print("AssertionError:", error)
+
+# %% [markdown]
+# **Predict, then run.** `Dataset` defines `+`: `circles + Circles(5)` is one dataset made of both
+# (a `ConcatDataset`). How many items does it have? Replace the `...` with your guess and run the cell.
+
+# %%
+guess = ...   # your prediction: an int
+predict("04.concat_len", guess, len(circles + Circles(5)),
+        why="a ConcatDataset's length is the sum of its parts' lengths: 10 + 5")
 
 # %% [markdown]
 # ### Iterable datasets: a stream
@@ -194,85 +213,20 @@ augment = v2.Compose([v2.ToImage(), v2.Grayscale(1),
 #    small grey shapes (circles, squares, rings, ...), written as PNG files into a temporary folder and
 #    read back with `ImageFolder`, torchvision's dataset for "one folder per class" image collections.
 #
-# The rest of the chapter works with either. (With FashionMNIST the printed numbers below differ from
-# the ones shown here, which were made with the stand-in.)
+# `ImageFolder(root)` expects `root/<class name>/<any name>.png`; it sorts the folder names, and a
+# class's index is its position in that sorted list. It opens every file as an RGB image, which is why
+# the transforms above include `v2.Grayscale(1)`.
 #
-# First the stand-in's drawing code. `ImageFolder(root)` expects `root/<class name>/<any name>.png`; it
-# sorts the folder names, and a class's index is its position in that sorted list.
+# The rest of the chapter works with either source. (With FashionMNIST the printed numbers below differ
+# from the ones shown here, which were made with the stand-in.) The choice itself is plumbing, not the
+# lesson, so it lives in the course's module `coursekit/data_sources.py` — open it to see the three cases
+# in code and how the shapes are drawn. `choose_image_source()` returns a recipe, `image_dataset`:
+# `image_dataset(transform=...)` builds the chosen dataset with that transform, and the chapter calls it
+# several times, with different transforms.
 
 # %%
-SHAPES = ["circle", "square", "triangle", "cross", "ring", "stripes"]
-
-
-def draw_shape(kind, rng):
-    """One 28×28 grey image of a shape of the given kind, at a random place, size and brightness."""
-    image = Image.new("L", (28, 28), 0)
-    pen = ImageDraw.Draw(image)
-    x, y, r = rng.uniform(10, 18), rng.uniform(10, 18), rng.uniform(5, 9)
-    ink = rng.randint(140, 255)
-    if kind == "circle":
-        pen.ellipse([x - r, y - r, x + r, y + r], fill=ink)
-    elif kind == "square":
-        pen.rectangle([x - r, y - r, x + r, y + r], fill=ink)
-    elif kind == "triangle":
-        pen.polygon([(x, y - r), (x - r, y + r), (x + r, y + r)], fill=ink)
-    elif kind == "cross":
-        pen.line([x - r, y, x + r, y], fill=ink, width=3)
-        pen.line([x, y - r, x, y + r], fill=ink, width=3)
-    elif kind == "ring":
-        pen.ellipse([x - r, y - r, x + r, y + r], outline=ink, width=2)
-    else:  # stripes
-        for row in range(int(y - r), int(y + r), 4):
-            pen.line([x - r, row, x + r, row], fill=ink, width=2)
-    return image
-
-
-def draw_shapes(root, per_class, seed=0):
-    """Write per_class PNG files for every shape into root/<shape>/, the layout ImageFolder reads."""
-    rng = random.Random(seed)
-    for kind in SHAPES:
-        (root / kind).mkdir(parents=True, exist_ok=True)
-        for k in range(per_class):
-            draw_shape(kind, rng).save(root / kind / f"{k:03d}.png")
-
-# %% [markdown]
-# And the choice. `image_dataset(transform=...)` builds the chosen dataset with a given transform; the
-# chapter calls it several times with different transforms.
-
-# %%
-import socket
-
-DATA_ROOT = Path(os.environ.get("COURSE_DATA", "~/.cache/pytorch-course/data")).expanduser()
-OFFLINE = os.environ.get("COURSE_OFFLINE") == "1"   # set by the course's tests and CI: never download
-
-image_dataset = None
-try:
-    datasets.FashionMNIST(DATA_ROOT, train=True, download=False)   # only looks on disk
-    image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
-    source = "FashionMNIST (a copy on disk)"
-except RuntimeError:                                                # "Dataset not found"
-    if not OFFLINE:
-        print(f"downloading FashionMNIST into {DATA_ROOT} ...")
-        default_timeout = socket.getdefaulttimeout()
-        socket.setdefaulttimeout(20)                                 # a blocked network fails, not hangs
-        try:
-            with contextlib.redirect_stderr(io.StringIO()):          # its progress bar writes to stderr
-                datasets.FashionMNIST(DATA_ROOT, train=True, download=True)
-            image_dataset = functools.partial(datasets.FashionMNIST, DATA_ROOT, train=True)
-            source = "FashionMNIST (downloaded)"
-        except Exception as error:                                   # no network, proxy, full disk, ...
-            reason = (str(error).strip().splitlines() or [""])[-1][:160]   # the last line says why
-            print(f"the download failed ({type(error).__name__}: {reason}); using the offline stand-in")
-        finally:
-            socket.setdefaulttimeout(default_timeout)
-
-if image_dataset is None:
-    scratch = tempfile.TemporaryDirectory(prefix="course-04-")      # removed when the kernel stops
-    shapes_root = Path(scratch.name) / "shapes"
-    draw_shapes(shapes_root, per_class=100)
-    image_dataset = functools.partial(datasets.ImageFolder, shapes_root)
-    source = "generated shapes, read with ImageFolder (offline stand-in: FashionMNIST was not loaded)"
-
+image_dataset = choose_image_source()
+source = image_dataset.description
 images_plain = image_dataset(transform=to_float)
 classes = images_plain.classes
 print(f"data source: {source}")
@@ -321,6 +275,114 @@ views = torch.stack([images_augmented[0][0] for _ in range(8)])
 show_image_grid(views, columns=8, title=f"item 0 ({classes[images_augmented[0][1]]}) through augment, 8 times")
 
 # %% [markdown]
+# ### Normalize with statistics of the training split
+#
+# Networks train best on inputs centred near 0 with a spread near 1; pixels in `[0, 1]` are not. The
+# usual last step of an image transform is `v2.Normalize(mean, std)`, which computes `(x - mean) / std`
+# per channel with numbers **you** give it. Where they come from matters:
+#
+# * from the **training split only** — the right way. The validation images stand in for data the model
+#   has never seen, so nothing about them, not even their average brightness, may shape the pipeline.
+#   So: split first, then measure;
+# * from **all the data**, validation included — a leak: validation numbers enter the transform;
+# * **borrowed**, e.g. ImageNet's famous `mean=(0.485, 0.456, 0.406)`, `std=(0.229, 0.224, 0.225)` — the
+#   statistics of colour photos, here copied onto grey images (its first channel's 0.485 and 0.229).
+#
+# `random_split` with a seeded generator draws the split; splitting `range(n)` gives the indices alone.
+# (With FashionMNIST the cell measures 2400 of its 48,000 training images: plenty for two numbers.)
+
+# %%
+train_split, valid_split = random_split(range(len(images_plain)), [0.8, 0.2],
+                                        generator=torch.Generator().manual_seed(0))
+train_pixels = torch.stack([images_plain[i][0] for i in train_split.indices[:2400]])
+valid_pixels = torch.stack([images_plain[i][0] for i in valid_split.indices[:600]])
+print(f"split: {len(train_split)} training and {len(valid_split)} validation images")
+
+train_mean, train_std = train_pixels.mean().item(), train_pixels.std().item()
+all_pixels = torch.cat([train_pixels, valid_pixels])
+statistics = {"training split": (train_mean, train_std),
+              "all images (leak)": (all_pixels.mean().item(), all_pixels.std().item()),
+              "ImageNet's, borrowed": (0.485, 0.229)}
+normalized = {}
+for name, (mean, std) in statistics.items():
+    normalized[name] = (train_pixels - mean) / std       # what v2.Normalize([mean], [std]) computes
+    on_valid = (valid_pixels - mean) / std
+    print(f"{name:21s} mean {mean:.4f}, std {std:.4f} -> normalized training pixels: mean {normalized[name].mean():+.3f}, "
+          f"std {normalized[name].std():.3f} | validation: mean {on_valid.mean():+.3f}, std {on_valid.std():.3f}")
+plot_histograms(normalized, bins=30, sharex=True, xlabel="normalized pixel value",
+                title="the training pixels after Normalize, with three choices of statistics")
+
+# %% [markdown]
+# What the numbers say:
+#
+# * **Training statistics** give the training inputs mean 0 and std 1 exactly (that is what they were
+#   computed for), and the validation inputs come out close to that (mean -0.018, std 0.964 here) — as
+#   new data will.
+# * **All the data** gives almost the same numbers here (mean 0.1300 instead of 0.1310), because the
+#   split is random and both parts come from the same source: the leak is small in size, not in kind.
+#   With a small, or a different, validation set it grows, and the habit carries over to everything
+#   else fitted on data — a vocabulary, a PCA, the value that fills in missing entries: fit on the
+#   training split, then apply the fitted thing, unchanged, to validation, test and production data.
+# * **Borrowed ImageNet statistics** miss by far: these grey images come out with mean -1.55 and std
+#   1.29 instead of 0 and 1. Pretrained ImageNet models expect exactly those numbers, because they were
+#   trained with them; a model trained from scratch on other images needs its own.
+#
+# The histograms also show what normalizing does *not* do: it shifts and rescales, but the shape of the
+# distribution — here a tall bar of black background pixels — stays the same.
+#
+# ### Training and validation transforms
+#
+# Augmentation is for **training** only. Validation measures the model on the images as they are, the
+# same every time; an augmented validation set gives a noisy, different score on every evaluation. So the
+# same split needs two transforms — both ending in the training split's `Normalize`:
+
+# %%
+normalize = v2.Normalize([train_mean], [train_std])
+train_tf = v2.Compose([v2.ToImage(), v2.Grayscale(1),
+                       v2.RandomAffine(degrees=20, translate=(0.1, 0.1), scale=(0.8, 1.1)),
+                       v2.ToDtype(torch.float32, scale=True), normalize])
+eval_tf = v2.Compose([v2.ToImage(), v2.Grayscale(1), v2.ToDtype(torch.float32, scale=True), normalize])
+
+# %% [markdown]
+# ### Trap: the subsets of `random_split` share one dataset
+#
+# The obvious way: split one dataset with `random_split`, then give the training subset its augmenting
+# transform. But a `Subset` is only a list of indices and a reference to its **parent** dataset —
+# `random_split`'s two subsets point to the same parent. Setting "the training subset's" transform sets the
+# parent's, and the validation subset changes with it:
+
+# %%
+train_part, valid_part = random_split(image_dataset(transform=eval_tf), [0.8, 0.2],
+                                      generator=torch.Generator().manual_seed(0))
+print("the same split as above (same seed, same length):", train_part.indices == train_split.indices)
+print("train_part.dataset is valid_part.dataset:", train_part.dataset is valid_part.dataset)
+clean = valid_part[0][0]
+train_part.dataset.transform = train_tf                  # meant for the training subset only
+torch.manual_seed(0)
+now = torch.stack([valid_part[0][0] for _ in range(3)])
+changed = [f"{(read != clean).float().mean().item():.0%}" for read in now]
+print(f"validation item 0 read 3 times after the change: pixels that differ from before: {', '.join(changed)}; "
+      f"the 3 reads identical: {torch.equal(now[0], now[1]) and torch.equal(now[1], now[2])}")
+black, white = (0 - train_mean) / train_std, (1 - train_mean) / train_std    # what 0 and 1 became
+show_image_grid(torch.cat([clean[None], now]), ["before", "after 1", "after 2", "after 3"], columns=4,
+                value_range=(black, white), title="validation item 0, before and after setting the training transform")
+
+# %% [markdown]
+# The validation item is now rotated, shifted and scaled, differently on every read: every validation score
+# computed from here on would be measured on augmented images. The fix: **two dataset objects**, one per
+# transform, and the split's indices applied to each with `Subset`:
+
+# %%
+train_images = Subset(image_dataset(transform=train_tf), train_split.indices)
+valid_images = Subset(image_dataset(transform=eval_tf), valid_split.indices)
+print("two parents:", train_images.dataset is not valid_images.dataset)
+torch.manual_seed(0)
+print("validation item 0, read twice: identical", torch.equal(valid_images[0][0], valid_images[0][0]),
+      "| as before the trap:", torch.equal(valid_images[0][0], clean))
+print("training item 0, read twice: identical", torch.equal(train_images[0][0], train_images[0][0]))
+print("no image in both parts:", not set(train_images.indices) & set(valid_images.indices))
+
+# %% [markdown]
 # ## 3. From indices to batches
 #
 # For a map-style dataset the `DataLoader` is a pipeline of small parts, each of which you can replace:
@@ -331,6 +393,19 @@ show_image_grid(views, columns=8, title=f"item 0 ({classes[images_augmented[0][1
 # 3. the dataset is asked for each index of a list, `dataset[i]`;
 # 4. a **collate function** turns the list of items into one batch (`default_collate` unless you pass
 #    `collate_fn=`).
+#
+# **Predict, then run.** `pairs`, the `TensorDataset` of section 1, holds 10 items. How many batches
+# does `DataLoader(pairs, batch_size=3)` give in one epoch, and how many with `drop_last=True`? Answer
+# with a pair `(without, with)`.
+
+# %%
+guess = ...   # your prediction: (batches without drop_last, batches with drop_last)
+predict("04.batches_drop_last", guess,
+        (len(DataLoader(pairs, batch_size=3)), len(DataLoader(pairs, batch_size=3, drop_last=True))),
+        why="10 items in batches of 3: three full batches and a short one of 1, which drop_last=True throws away")
+
+# %% [markdown]
+# The parts one by one, on a list of ten numbers (a list is a map-style dataset too):
 
 # %%
 ten = list(range(10))
@@ -371,6 +446,22 @@ print("distinct items drawn by the weighted sampler:", len(set(weighted)), "of",
 # `default_collate` works recursively on the *structure* of the first item: tensors are stacked along
 # a new first dim, Python numbers become a tensor, NumPy arrays become tensors, tuples and dicts keep
 # their shape with each field collated, strings stay a list.
+#
+# **Predict, then run.** An item of `images_plain` is a pair `(image, label)`: a `(1, 28, 28)` tensor and
+# a Python `int`. What does `default_collate` make of a list of 5 such pairs — which shapes, and which
+# dtype for the labels? (Not a list of 5 pairs...)
+
+# %%
+five = default_collate([images_plain[k] for k in range(5)])
+guess = ...   # your prediction: the shapes of what default_collate returns, e.g. ((...), (...))
+predict("04.collated_pair_shapes", guess, tuple(tuple(part.shape) for part in five),
+        why="a list of pairs becomes a pair of batches: the images stacked along a new first dim, the labels one tensor")
+guess = ...   # your prediction: the dtype of the collated labels, e.g. "float32"
+predict("04.collated_label_dtype", guess, five[1].dtype,
+        why="Python ints become an int64 tensor (torch.tensor of ints), the dtype classification losses want")
+
+# %% [markdown]
+# The same rules on a richer item, a dict with five kinds of field:
 
 # %%
 items = [
@@ -475,7 +566,8 @@ plot_bars(shares, ylabel="% of slots that are padding", title="the same 256 sequ
 #
 # With `num_workers=0` the main process does everything: while it loads a batch, the model waits.
 # With `num_workers=k` the `DataLoader` starts `k` **worker processes** at the start of each epoch
-# (`iter(loader)`), and each worker gets **its own copy of the dataset**. The main process sends each
+# (`iter(loader)`; section 5 shows how to keep them for the next epoch), and each worker gets **its own
+# copy of the dataset**. The main process sends each
 # worker lists of indices in turn — batch 0 to worker 0, batch 1 to worker 1, and so on — the workers
 # load and collate, and the main process hands the batches over **in the original order**.
 #
@@ -579,7 +671,8 @@ print("this kernel starts worker processes by", multiprocessing.get_start_method
 # %% [markdown]
 # Inside a worker, `torch.utils.data.get_worker_info()` says who you are: `id`, `num_workers`, `seed`
 # (this worker's random seed) and `dataset` (this worker's copy). In the main process it returns
-# `None`. A first module, with a dataset that records which process loaded each item:
+# `None`. A first module, with a dataset that records which process loaded each item (and counts, in
+# an attribute, how many items it was asked for — the next subsection needs that):
 
 # %%
 %%writefile "{WORKER_CODE}/who_loads.py"
@@ -587,63 +680,52 @@ from torch.utils.data import Dataset, get_worker_info
 
 
 class WhoLoads(Dataset):
-    """Item i is (i, which process loaded it: the worker id, or -1 for the main process)."""
+    """Item i is (i, which process loaded it: the worker id, or -1 for the main process); counts its loads."""
+
+    def __init__(self):
+        self.loads = 0
 
     def __len__(self):
         return 12
 
     def __getitem__(self, i):
+        self.loads += 1
         info = get_worker_info()
         return i, (-1 if info is None else info.id)
 
 # %% [markdown]
 # IPython replaced `{WORKER_CODE}` in the first line by the variable's value. Now import the class and
-# load with it — with this kernel's start method, and once more with spawn forced as above:
+# load with it: in the main process, then with 2 workers started by spawn (forced as above), which is
+# where the class defined in the notebook failed:
 
 # %%
 from who_loads import WhoLoads
 
 print("in the main process get_worker_info() returns", get_worker_info())
-for workers in (0, 2):
-    print(f"num_workers={workers}:")
-    for indices, loaded_by in DataLoader(WhoLoads(), batch_size=3, num_workers=workers):
+who_loads = WhoLoads()
+counted = {}                                   # what the object in the main process counted, per run
+for workers, start in ((0, None), (2, "spawn")):
+    print(f"num_workers={workers}" + (f", the workers started by {start}:" if start else ":"))
+    who_loads.loads = 0
+    for indices, loaded_by in DataLoader(who_loads, batch_size=3, num_workers=workers, multiprocessing_context=start):
         print(f"   batch {indices.tolist()} loaded by {'the main process' if loaded_by[0] < 0 else f'worker {loaded_by[0].item()}'}")
-print("num_workers=1, the worker started by spawn:")
-first_batch_with_spawn(WhoLoads())
+    counted[workers] = who_loads.loads
 
 # %% [markdown]
 # ### Workers get copies: what they change stays with them
 #
 # Because each worker works on a copy, anything a dataset records while loading — a counter, a cache of
-# decoded files — stays inside the worker and disappears when the epoch's workers stop. (From here on,
-# every class a worker needs is written into a module of its own, the portable way.)
+# decoded files — stays inside the worker and disappears when the epoch's workers stop. `WhoLoads` counted
+# its loads in `self.loads`, set to 0 before each of the two runs above. What did the object in the main
+# process count?
 
 # %%
-%%writefile "{WORKER_CODE}/counting.py"
-from torch.utils.data import Dataset
+for workers, loads in counted.items():
+    print(f"num_workers={workers}: 12 items loaded, the WhoLoads object in the main process counted {loads}")
 
-
-class CountingDataset(Dataset):
-    """Counts how many items it has been asked for."""
-
-    def __init__(self, n):
-        self.n, self.loads = n, 0
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        self.loads += 1
-        return i
-
-# %%
-from counting import CountingDataset
-
-counting = CountingDataset(12)
-for workers in (0, 2):
-    counting.loads = 0
-    list(DataLoader(counting, batch_size=4, num_workers=workers))
-    print(f"num_workers={workers}: 12 items loaded, the dataset in the main process counted {counting.loads}")
+# %% [markdown]
+# With workers, every count happened in a copy. (From here on, every class a worker needs is written into
+# a module of its own, the portable way.)
 
 # %% [markdown]
 # ### Trap: an iterable dataset duplicates its items across workers
@@ -668,15 +750,29 @@ class TaggedLineStream(IterableDataset):
         for line in self.lines:
             yield line, (-1 if info is None else info.id)
 
+# %% [markdown]
+# **Predict, then run.** The stream holds the 7 lines of `LINES`. Through
+# `DataLoader(TaggedLineStream(LINES), batch_size=4, num_workers=2)`, how many times does each line
+# arrive in one epoch?
+
 # %%
+guess = ...   # your prediction: an int
 from tagged_lines import TaggedLineStream
 
-for workers in (0, 2):
-    received = [(line, who.item()) for lines, whos in DataLoader(TaggedLineStream(LINES), batch_size=4, num_workers=workers)
-                for line, who in zip(lines, whos)]
-    counts = collections.Counter(line for line, _ in received)
-    print(f"num_workers={workers}: {len(LINES)} lines in the stream, {len(received)} received, "
-          f"times each line came: {sorted(set(counts.values()))}, from workers {sorted({w for _, w in received})}")
+received = {workers: [(line, who.item()) for lines, whos in DataLoader(TaggedLineStream(LINES), batch_size=4, num_workers=workers)
+                      for line, who in zip(lines, whos)]
+            for workers in (0, 2)}
+predict("04.unsharded_copies", guess, max(collections.Counter(line for line, _ in received[2]).values()),
+        why="each of the 2 workers runs __iter__ on its own copy of the stream, so every line comes once per worker")
+
+# %% [markdown]
+# In detail: who sent what.
+
+# %%
+for workers, lines_and_senders in received.items():
+    counts = collections.Counter(line for line, _ in lines_and_senders)
+    print(f"num_workers={workers}: {len(LINES)} lines in the stream, {len(lines_and_senders)} received, "
+          f"times each line came: {sorted(set(counts.values()))}, from workers {sorted({w for _, w in lines_and_senders})}")
 
 # %% [markdown]
 # Nothing fails, the epoch is simply twice as long, with every item twice — and with 8 workers eight
@@ -691,14 +787,15 @@ for workers in (0, 2):
 # ### Trap: shuffling that does not reproduce
 #
 # A shuffled loader draws its order from a random generator: by default from torch's **global** one,
-# the one `torch.manual_seed` seeds. So do the worker seeds (each epoch, the loader draws a `base_seed`
-# and worker `k` gets `base_seed + k`), and so every random augmentation in the workers depends on it.
-# But the global generator is shared with everything else — initialising a layer, dropout, any
-# `torch.rand` — so one extra line of model code before the loader changes the data order and every
-# augmentation, although the seed is the same.
+# the one `torch.manual_seed` seeds. Random augmentation depends on it too: with `num_workers=0` it runs
+# in the main process and draws from it directly; workers get seeds the loader draws from it when it
+# starts them (a `base_seed`; worker `k` gets `base_seed + k`). But the global generator is shared with
+# everything else — initialising a layer, dropout, any `torch.rand` — so one extra line of model code
+# before the loader changes the data order and every augmentation, although the seed is the same.
 #
-# Below, item `i` is `i` plus a small random jitter drawn in the worker (as an augmentation would be).
-# "Run 2" is the same code with one layer created first.
+# Below, item `i` is `i` plus a small random jitter drawn where the item is loaded, as an augmentation
+# would be: the whole part of each number shows the order, the decimals show the "augmentation". "Run 2"
+# is the same code with one layer created first. Two epochs per run, loaded in the main process:
 
 # %%
 %%writefile "{WORKER_CODE}/jittered.py"
@@ -728,7 +825,7 @@ def two_epochs(make_loader, extra_layer):
 
 
 def unseeded():
-    return DataLoader(Jittered(), batch_size=4, shuffle=True, num_workers=2)
+    return DataLoader(Jittered(), batch_size=4, shuffle=True)
 
 
 runs = [two_epochs(unseeded, extra_layer) for extra_layer in (False, True)]
@@ -737,22 +834,37 @@ for run, (epoch_1, epoch_2) in zip(("run 1", "run 2"), runs):
 print("same data in both runs:", runs[0] == runs[1])
 
 # %% [markdown]
-# The fix is to give the loader **its own generator**, seeded once: the order and the workers'
-# `base_seed` then come from it alone, whatever else draws random numbers. Each epoch still differs from
-# the last (the generator moves on) — and the whole sequence of epochs repeats exactly.
+# The fix is to give the loader **its own generator**, seeded once. The order then comes from it alone,
+# whatever else draws random numbers — and so do the workers' seeds, and with them everything the workers
+# draw. What runs in the main process still draws from the global generator: below, the same two runs
+# with a seeded loader, first without workers, then with one. (The worker is kept alive from the first
+# epoch to the second by `persistent_workers=True`: starting a worker costs time — seconds with spawn —
+# and section 5 comes back to it.)
 
 # %%
-def seeded():
-    return DataLoader(Jittered(), batch_size=4, shuffle=True, num_workers=2,
-                      generator=torch.Generator().manual_seed(0))
+def seeded(num_workers):
+    return DataLoader(Jittered(), batch_size=4, shuffle=True, num_workers=num_workers,
+                      persistent_workers=num_workers > 0, generator=torch.Generator().manual_seed(0))
 
 
-runs = [two_epochs(seeded, extra_layer) for extra_layer in (False, True)]
-for run, (epoch_1, epoch_2) in zip(("run 1", "run 2"), runs):
-    print(f"{run}, epoch 1: {epoch_1}\n{run}, epoch 2: {epoch_2}")
-print("same data in both runs:", runs[0] == runs[1])
+def order(run):
+    return [[int(x) for x in epoch] for epoch in run]
+
+
+for workers in (0, 1):
+    runs = [two_epochs(functools.partial(seeded, workers), extra_layer) for extra_layer in (False, True)]
+    print(f"num_workers={workers}, a seeded loader:")
+    for run, (epoch_1, epoch_2) in zip(("run 1", "run 2"), runs):
+        print(f"   {run}, epoch 1: {epoch_1}\n   {run}, epoch 2: {epoch_2}")
+    print(f"   same order in both runs: {order(runs[0]) == order(runs[1])} | same data in both runs: {runs[0] == runs[1]}")
 
 # %% [markdown]
+# With the seeded loader the order repeats either way. Without workers the jitter still changed with the
+# extra layer: in the main process, augmentation draws from the global generator, so there, seed it
+# (`torch.manual_seed`) right before the epoch loop, after the model is built. With a worker, the whole
+# run repeats. Each epoch still differs from the last — the generators move on — and the whole sequence
+# of epochs repeats exactly.
+#
 # ### Trap: a random generator inside the dataset is copied into every worker
 #
 # What a worker seeds: when it starts, PyTorch seeds `torch`, Python's `random` and NumPy's *global*
@@ -800,8 +912,9 @@ print("the two workers drew identical noise:", torch.equal(batches[0], batches[1
 # The place to fix it is a `worker_init_fn`: the loader calls it once in each worker, after the worker
 # has been seeded and before it loads anything. There, `get_worker_info()` gives the worker's copy of
 # the dataset and a seed that differs between workers and follows the loader's generator — so
-# re-seeding from it gives different numbers per worker that still repeat run after run. The function
-# runs in the workers, so it too goes into a module.
+# re-seeding from it gives different numbers per worker that still repeat run after run. (This seed is
+# the one the worker's torch generator got, `base_seed + id`: the seeded `Jittered` runs above showed it
+# repeating from run to run.) The function runs in the workers, so it too goes into a module.
 
 # %%
 %%writefile "{WORKER_CODE}/reseeding.py"
@@ -817,11 +930,8 @@ def reseed_own_generator(worker_id):
 from reseeding import reseed_own_generator
 
 print("with worker_init_fn and a seeded generator:")
-first = noise_by_worker(worker_init_fn=reseed_own_generator, generator=torch.Generator().manual_seed(0))
-print("the two workers drew identical noise:", torch.equal(first[0], first[1]))
-print("again:")
-again = noise_by_worker(worker_init_fn=reseed_own_generator, generator=torch.Generator().manual_seed(0))
-print("the same as the first time:", all(torch.equal(a, b) for a, b in zip(first, again)))
+reseeded = noise_by_worker(worker_init_fn=reseed_own_generator, generator=torch.Generator().manual_seed(0))
+print("the two workers drew identical noise:", torch.equal(reseeded[0], reseeded[1]))
 
 # %% [markdown]
 # The seeding rules in one place:
@@ -832,6 +942,120 @@ print("the same as the first time:", all(torch.equal(a, b) for a, b in zip(first
 # * anything else with random state — a generator your dataset owns, another library's global seed —
 #   re-seed in a `worker_init_fn` from `get_worker_info().seed` (or `torch.initial_seed()`, which holds
 #   the same number inside a worker).
+#
+# ### Seeds are not the whole story: determinism
+#
+# With every generator seeded, the same data arrives in the same order. Does the run then repeat bit for
+# bit? Not necessarily: the *arithmetic* can also vary. Which switches decide that is worth recording with
+# every result; the course's `run_record()` returns what `start_chapter` set up and the switches as they
+# are now. (It also holds the start method and torch's thread count; those are left out of the printout
+# below because they differ between machines, and this notebook must print the same everywhere.)
+
+# %%
+record = run_record()
+print(f"chapter {record['chapter']} | seed {record['seed']} | device: {record['device']}")
+print("versions:", ", ".join(f"{name} {version}" for name, version in record["versions"].items()))
+for switch, value in record["determinism"].items():
+    if switch != "intra-op threads":
+        print(f"   {switch:28s} {value}")
+
+# %% [markdown]
+# What the switches do:
+#
+# * **`torch.use_deterministic_algorithms(True)`** — every operation must give the same result on the
+#   same input. Where an operation has a slower deterministic version, torch uses it; where it has none,
+#   the call **raises** a `RuntimeError` instead of quietly varying. The usual suspects are on CUDA: ops
+#   that add into one place from many threads with atomics — `index_add_`, `scatter_add_`, `bincount` with
+#   weights, the backward of some pooling and interpolation layers. Atomics add in whatever order the
+#   threads arrive, so the sum's last bits change from run to run.
+# * **`torch.backends.cudnn.deterministic = True`** — cuDNN (convolutions on NVIDIA GPUs) may only pick
+#   deterministic algorithms.
+# * **`torch.backends.cudnn.benchmark = False`** — with `True`, cuDNN times several algorithms on the first
+#   batch of each shape and keeps the fastest; which one wins can change from run to run, and with it the
+#   last bits. Fast, but not repeatable.
+# * **`CUBLAS_WORKSPACE_CONFIG=:4096:8`** (or `:16:8`) — an environment variable that cuBLAS (matrix
+#   products on NVIDIA GPUs) needs for repeatable results; it must be set before CUDA starts. Without it,
+#   deterministic mode makes some CUDA matrix products raise.
+#
+# `set_deterministic(True)` from `coursekit` turns them all on. The price is speed, and an error for the
+# few ops without a deterministic version. The outputs shown here were made on a CPU, so the GPU side is
+# described rather than run; the reason behind all of it shows on any machine.
+#
+# ### Trap: the same numbers added in another order
+#
+# Floating-point addition is not associative: `(a + b) + c` can differ from `a + (b + c)`, because every
+# addition rounds to the nearest float32. So a sum depends on the order of its terms — and atomics, or a
+# reduction split across threads, choose that order at run time. Below, a small case first; then the
+# same 100,000 float32 numbers summed in two orders, and in one order split over one thread and over two
+# (the thread count is set explicitly, so the printed numbers are the same on every machine):
+
+# %%
+generator = torch.Generator().manual_seed(0)
+values = torch.randn(100_000, generator=generator)              # float32
+order = torch.randperm(len(values), generator=generator)
+exact = values.double().sum().item()                            # float64: the reference
+
+
+def steps_apart(a, b):
+    """How many float32 steps (units in the last place) lie between two float32 numbers of the same sign."""
+    return abs(a.view(torch.int32).item() - b.view(torch.int32).item())
+
+
+big, one = torch.tensor(1e8), torch.tensor(1.0)
+print(f"in float32, (1e8 - 1e8) + 1 = {((big - big) + one).item()}, but 1e8 + (-1e8 + 1) = {(big + (-big + one)).item()}")
+threads_before = torch.get_num_threads()
+try:
+    torch.set_num_threads(1)
+    in_order, shuffled = values.sum(), values[order].sum()
+    torch.set_num_threads(2)
+    two_threads = values.sum()
+finally:
+    torch.set_num_threads(threads_before)
+print(f"float64 sum (reference):         {exact:.7f}")
+for name, total in (("in order, 1 thread", in_order), ("shuffled, 1 thread", shuffled),
+                    ("in order, 2 threads", two_threads)):
+    print(f"float32 sum, {name:19s} {total.item():.7f}   {steps_apart(total, in_order)} float32 steps "
+          f"({total.item() - in_order.item():+.1e}) from 'in order, 1 thread'")
+
+# %% [markdown]
+# `1e8 + (-1e8 + 1)` loses the 1 entirely: float32 cannot hold `-99999999`, so `-1e8 + 1` rounds back
+# to `-1e8`. The sums of 100,000 numbers differ in their last bits — a few float32 steps, in the 7th
+# significant digit — between orders, and between thread counts. None of them is "the" right one: each is
+# within rounding of the float64 reference; they are just not the same. Alone that is harmless, but
+# training feeds every result into the next step, and after thousands of steps two runs that once
+# differed in a last bit can differ visibly.
+#
+# On the CPU torch's operations are, as a rule, repeatable for a fixed thread count, so on this machine
+# `use_deterministic_algorithms(True)` changes no sum. It does change one thing you can see on the CPU:
+# memory that an operation leaves uninitialised (`torch.empty`, a tensor grown by `resize_`) is filled with
+# NaN, where it would otherwise hold whatever bytes were there before — so code that reads it by mistake
+# fails the same way every time. The cell puts the switches back as they were:
+
+# %%
+switches_before = determinism_settings()
+plain_sum = values.sum()                                     # the 100,000 numbers, deterministic mode off
+try:
+    set_deterministic(True)
+    print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
+    print("   values.sum() the same as with the mode off:", torch.equal(values.sum(), plain_sum))
+    print("   torch.empty(4):                  ", torch.empty(4))
+    print("   torch.ones(2).resize_(4):        ", torch.ones(2).resize_(4))
+    print("   index_add_, an index used twice: ", torch.zeros(3).index_add_(0, torch.tensor([0, 0, 2]), torch.ones(3)))
+finally:
+    set_deterministic(switches_before["use_deterministic_algorithms"])
+    torch.backends.cudnn.benchmark = switches_before["cudnn.benchmark"]
+    if switches_before["CUBLAS_WORKSPACE_CONFIG"] == "(unset)":
+        os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)      # set_deterministic(True) set it
+print("switches as before:", determinism_settings() == switches_before)
+
+# %% [markdown]
+# Without deterministic mode `torch.empty(4)` would print leftover bytes, different from run to run, so
+# this notebook does not print it. The `index_add_` with an index used twice gives the same answer either
+# way on the CPU; on CUDA it adds with atomics, and deterministic mode swaps in a slower, ordered version.
+#
+# For repeatable runs on a GPU: seed everything, seed the loader, call `set_deterministic(True)` (or set
+# the three switches by hand) before CUDA starts, keep the library versions and the hardware the same —
+# and record all of it with the results.
 #
 # ## 5. Throughput and the loader's other settings
 #
@@ -857,7 +1081,8 @@ print(f"decoded once: {len(in_memory)} images in one tensor of shape {tuple(all_
       f"{all_images.nbytes / 2**20:.1f} MiB")
 
 # %% [markdown]
-# For each `num_workers`, the first batch (which includes starting the workers) is timed apart; then,
+# For `num_workers` 0 and 2 (no workers, and one per core of a two-core machine; try more on yours), the
+# first batch (which includes starting the workers) is timed apart; then,
 # once the batches the workers loaded ahead meanwhile are taken, the samples per second over 12
 # batches. Workers run torch with one thread each (the loader sets that); the main process is set to
 # one thread too, so that the comparison is fair — and because for tensors this small, one thread is
@@ -912,7 +1137,7 @@ def measure(dataset, num_workers, batches=12, batch_size=32):
     return rate, first
 
 
-worker_counts = [0, 1, 2]
+worker_counts = [0, 2]                             # none, and one per core of a two-core machine
 throughput = {}
 torch.set_num_threads(1)
 try:
@@ -942,16 +1167,19 @@ plot_curves(throughput, xlabel="num_workers", ylabel="samples/s", logy=True, tit
 # * In training, workers also load the next batches *while the main process runs the model* — a gain
 #   that this measurement, without a model, does not even show.
 # * The **first batch** pays for starting the workers, at every epoch — with spawn (macOS, Windows) a
-#   fresh Python that imports torch, often a second or more. `persistent_workers=True`
-#   keeps them alive between epochs and pays once. (This notebook keeps the default, `False`, so that
-#   no process outlives its loop.)
+#   fresh Python that imports torch, often a second or more. `persistent_workers=True` keeps them alive
+#   between epochs and pays once, as in section 4's seeding demonstration, where one worker start served
+#   two epochs. Persistent workers stop when their loader is deleted; until then they hold their memory,
+#   so use them for a loader that serves many epochs, not for a throwaway one.
 #
 # ### `prefetch_factor`: how far the workers run ahead
 #
 # Each worker keeps `prefetch_factor` batches (default 2) in flight, so `num_workers × prefetch_factor`
-# batches are requested as soon as `iter(loader)` starts the epoch, and one more each time you take one. Counted
-# with counters in shared memory, one per worker (a plain attribute would stay in the worker, as seen in
-# section 4): a `multiprocessing.Array`, which a worker receives when it starts, with fork and spawn alike.
+# batches are requested as soon as `iter(loader)` starts the epoch, and one more each time you take one.
+# Below, 2 workers with `prefetch_factor=3`: take one batch, wait until the workers are idle, and count
+# what they loaded. The counting uses counters in shared memory, one per worker (a plain attribute would
+# stay in the worker, as seen in section 4): a `multiprocessing.Array`, which a worker receives when it
+# starts, with fork and spawn alike.
 
 # %%
 %%writefile "{WORKER_CODE}/counted_loads.py"
@@ -991,8 +1219,8 @@ def batches_loaded_after_one(prefetch_factor, num_workers=2, batch_size=4):
     return sum(counts[:]) // batch_size
 
 
-for factor in (2, 4):
-    print(f"2 workers, prefetch_factor={factor}: you took 1 batch, the workers had loaded {batches_loaded_after_one(factor)}")
+print(f"2 workers, prefetch_factor=3: you took 1 batch, the workers had loaded {batches_loaded_after_one(3)} "
+      "(2 × 3 requested at the start, 1 more when you took one)")
 try:
     DataLoader(range(8), num_workers=0, prefetch_factor=2)
 except ValueError as error:
@@ -1069,10 +1297,117 @@ print("gradients finite at the last step:", all(p.grad.isfinite().all().item() f
 print(f"loss on the one batch: step 0 {overfit[0]:.2f}, step 20 {overfit[20]:.2f}, step 59 {overfit[-1]:.3f}")
 
 # %% [markdown]
+# ---
+# # Part II · Choosing the learning rate
+#
+# Part I made sure the batches are right. What a training run makes of them depends, more than on
+# anything else, on the learning rate — and the one tool this part teaches, the **learning-rate range
+# test**, finds a good one in a single short run. The test changes the learning rate while it trains and
+# must undo everything it did afterwards, so the section starts with what an optimizer holds and how to
+# save and restore it. It reuses Part I's classifier and its batch of 32 images.
+#
 # ## 7. The learning-rate range test
 #
-# The learning rate is the setting that matters most and the hardest to guess. Leslie Smith's **range
-# test** measures a good range in one short run instead of many:
+# ### What an optimizer holds: `param_groups`
+#
+# An optimizer keeps its parameters in **param groups**: a list of dicts, each with its `params` and
+# the settings that apply to them (`lr`, `momentum`, ...). Usually there is one group; several let parts
+# of a model learn at different rates. A setting given in a group overrides the optimizer's default:
+
+# %%
+seed_everything(0)
+model = small_classifier().to(device)
+optimizer = torch.optim.SGD([{"params": model[1].parameters()},              # the hidden layer: the defaults
+                             {"params": model[3].parameters(), "lr": 0.01}],  # the output layer: its own lr
+                            lr=0.1, momentum=0.9)
+for k, group in enumerate(optimizer.param_groups):
+    print(f"group {k}: params {[tuple(p.shape) for p in group['params']]} | lr {group['lr']}, momentum {group['momentum']}")
+print("every group's keys:", sorted(optimizer.param_groups[0]))
+
+# %% [markdown]
+# **Predict, then run.** This optimizer has not taken a step yet. `optimizer.state_dict()["state"]` is
+# where it keeps what it learns along the way (for SGD with momentum: one momentum buffer per parameter
+# tensor). How many entries does it hold right now?
+
+# %%
+guess = ...   # your prediction: an int
+predict("04.optimizer_state_before_step", guess, len(optimizer.state_dict()["state"]),
+        why="SGD creates a parameter's momentum buffer at its first step; before any step the state is empty")
+
+# %% [markdown]
+# `optimizer.step()` reads `group["lr"]` afresh at every step, so setting it between two steps changes
+# the learning rate from the next step on. That is all a learning-rate schedule does (torch's schedulers
+# included), and what the range test does at every iteration — on **every** group. One step at rate 0,
+# then one at 0.1:
+
+# %%
+def train_step():
+    optimizer.zero_grad()
+    F.cross_entropy(model(images), labels).backward()
+    optimizer.step()
+
+
+hidden_weight = model[1].weight
+for lr in (0.0, 0.1):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    weight_before = hidden_weight.detach().clone()
+    train_step()
+    print(f"a step with lr {lr} in every group: the hidden layer's weights moved by at most "
+          f"{(hidden_weight - weight_before).abs().max().item():.4f}")
+
+# %% [markdown]
+# ### What `optimizer.state_dict()` holds
+#
+# Two entries: `state`, what the optimizer has accumulated per parameter (momentum buffers here; Adam
+# keeps two running averages and a step count), and `param_groups`, the settings (both groups at 0.1
+# now: the loop above set every group's rate). Parameters appear as **numbers**, their positions across
+# the groups, not as tensors:
+
+# %%
+saved_optimizer = optimizer.state_dict()
+print("keys:", list(saved_optimizer))
+print("state:", {index: {name: tuple(value.shape) for name, value in entry.items()}
+                 for index, entry in saved_optimizer["state"].items()})
+print("param_groups:", [{"params": group["params"], "lr": group["lr"], "momentum": group["momentum"]}
+                        for group in saved_optimizer["param_groups"]])
+
+# %% [markdown]
+# Because parameters are numbers, `optimizer.load_state_dict(...)` works on an optimizer built over the
+# same parameters in the same order — typically a fresh one in a new process, when training resumes.
+#
+# ### Saving and restoring a run
+#
+# A checkpoint holds both state dicts. `torch.save` writes real copies of the tensors (below into memory,
+# an `io.BytesIO`; a file works the same). The test of a restore: take three steps, restore, take the
+# same three steps again, and compare. Restoring the model alone is not enough — the momentum buffers
+# then still hold the state after the first three steps:
+
+# %%
+checkpoint = io.BytesIO()
+torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, checkpoint)
+
+
+def three_steps():
+    for _ in range(3):
+        train_step()
+    return hidden_weight.detach().clone()
+
+
+first_time = three_steps()
+checkpoint.seek(0)
+saved = torch.load(checkpoint)
+model.load_state_dict(saved["model"])
+optimizer.load_state_dict(saved["optimizer"])
+print("model and optimizer restored, the same 3 steps again -> the same weights:", torch.equal(three_steps(), first_time))
+model.load_state_dict(saved["model"])                 # the model only: the momentum stays as the 3 steps left it
+print("the model alone restored, the same 3 steps again -> the same weights:  ", torch.equal(three_steps(), first_time))
+
+# %% [markdown]
+# ### The test
+#
+# A good learning rate is hard to guess. Leslie Smith's **range test** measures a good range in one
+# short run instead of many trial runs:
 #
 # * train batch after batch while the learning rate grows **geometrically** from tiny (say `1e-7`) to
 #   huge (say `10`) — step `i` of `n` uses `start · (end / start) ** (i / (n - 1))`, evenly spaced on a
@@ -1128,10 +1463,15 @@ print(f"after load_state_dict(deepcopy(state_dict()) taken before): {batch_loss(
 #
 # ## Summary
 #
+# Part I, data:
+#
 # * A map-style dataset is `__len__` + `__getitem__`; `TensorDataset` wraps tensors; an
 #   `IterableDataset` is a stream (`__iter__`) with no shuffle and no indices to share.
 # * torchvision datasets + `transforms.v2` (`ToImage`, `ToDtype(float32, scale=True)`, augmentations);
 #   `ImageFolder` reads one folder per class.
+# * `Normalize` with the training split's mean and std — never all the data's, nor borrowed ones.
+#   Augment only for training: two dataset objects, one per transform, each wrapped in a `Subset` with
+#   the split's indices (`random_split`'s subsets share one parent and its transform).
 # * The loader is sampler → batch sampler → `dataset[i]` → `collate_fn`. `default_collate` stacks
 #   same-shaped tensors; variable lengths need a padding `collate_fn`; a batch sampler can bucket by
 #   length; `drop_last` drops the short batch.
@@ -1141,9 +1481,20 @@ print(f"after load_state_dict(deepcopy(state_dict()) taken before): {batch_loss(
 #   and `collate_fn` belong in a `.py` module (`%%writefile` in a notebook), never in a notebook cell.
 # * Reproducible data: `generator=torch.Generator().manual_seed(...)`; re-seed your own generators
 #   in a `worker_init_fn`.
+# * Bit-for-bit runs need more than seeds: the order of floating-point additions changes the last bits,
+#   so GPU runs also need `torch.use_deterministic_algorithms(True)`, cuDNN's `deterministic=True` and
+#   `benchmark=False`, and `CUBLAS_WORKSPACE_CONFIG` (`set_deterministic(True)`); record them with
+#   `run_record()`.
 # * Measure throughput before adding workers; `persistent_workers` saves start-up,
 #   `prefetch_factor` sets the run-ahead, `pin_memory` helps only on the way to a GPU.
 # * Push one batch through everything, and overfit it, before a long run.
+#
+# Part II, the learning rate:
+#
+# * `optimizer.param_groups` is a list of dicts (`params`, `lr`, `momentum`, ...); setting `group["lr"]`
+#   takes effect at the next step. `optimizer.state_dict()` holds `state` (momentum buffers and the like,
+#   created at the first step) and `param_groups` (settings, parameters as numbers). A checkpoint saves
+#   the model's and the optimizer's state dicts.
 # * The LR range test: geometric sweep, smoothed loss, stop at divergence, pick the steepest fall,
 #   restore everything with deep copies.
 #
@@ -1322,15 +1673,16 @@ check("lr_range_test", globals(), "suggest_lr_too_few_points")
 # `%%writefile` module and import it from there.)
 
 # %%
-workers_can_use_it = RangeStream.__module__ != "__main__" or multiprocessing.get_start_method() == "fork"
-for workers in ((0, 2) if workers_can_use_it else (0,)):
-    received = [x for batch in DataLoader(RangeStream(0, 10), batch_size=4, num_workers=workers) for x in batch.tolist()]
-    counts = collections.Counter(received)
-    print(f"num_workers={workers}: {len(received)} ints received, times each came: {sorted(set(counts.values()))}, "
-          f"all of 0..9: {sorted(counts) == list(range(10))}")
-if not workers_can_use_it:
-    print(f"num_workers=2: skipped, this kernel's workers start by {multiprocessing.get_start_method()} and "
-          "your RangeStream is defined in the notebook")
+with uses_your_answer("RangeStream"):
+    workers_can_use_it = RangeStream.__module__ != "__main__" or multiprocessing.get_start_method() == "fork"
+    for workers in ((0, 2) if workers_can_use_it else (0,)):
+        received = [x for batch in DataLoader(RangeStream(0, 10), batch_size=4, num_workers=workers) for x in batch.tolist()]
+        counts = collections.Counter(received)
+        print(f"num_workers={workers}: {len(received)} ints received, times each came: {sorted(set(counts.values()))}, "
+              f"all of 0..9: {sorted(counts) == list(range(10))}")
+    if not workers_can_use_it:
+        print(f"num_workers=2: skipped, this kernel's workers start by {multiprocessing.get_start_method()} and "
+              "your RangeStream is defined in the notebook")
 
 # %% [markdown]
 # And once `lr_range_test` and `suggest_lr` pass, run the range test on this chapter's images: the
@@ -1347,15 +1699,19 @@ seed_everything(0)
 model = small_classifier()                    # on the CPU, like the data: for a model this small it is fastest
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 untouched = copy.deepcopy(model.state_dict())
-lrs, losses = lr_range_test(model, optimizer, nn.CrossEntropyLoss(), train_loader, start_lr=1e-4, end_lr=10.0, num_iter=100)
-suggested = suggest_lr(lrs, losses)
-print(f"{len(lrs)} iterations (stopped at lr {lrs[-1]:.2g}); lowest loss at lr {lrs[int(np.argmin(losses))]:.2g}; "
-      f"suggested lr {suggested:.2g}")
-for name, tensor in model.state_dict().items():
-    torch.testing.assert_close(tensor, untouched[name], rtol=0, atol=0)   # bit for bit
-print("the model's weights are exactly as before the test")
-plot_curves({"smoothed loss": (lrs, losses)}, xlabel="learning rate", ylabel="loss", logx=True,
-            marks={f"suggested {suggested:.2g}": suggested}, title="learning-rate range test")
+with uses_your_answer("lr_range_test", "suggest_lr"):
+    lrs, losses = lr_range_test(model, optimizer, nn.CrossEntropyLoss(), train_loader, start_lr=1e-4, end_lr=10.0, num_iter=100)
+    suggested = suggest_lr(lrs, losses)
+    print(f"{len(lrs)} iterations (stopped at lr {lrs[-1]:.2g}); lowest loss {min(losses):.2f} at lr "
+          f"{lrs[int(np.argmin(losses))]:.2g}; suggested lr {suggested:.2g}")
+    for name, tensor in model.state_dict().items():
+        torch.testing.assert_close(tensor, untouched[name], rtol=0, atol=0)   # bit for bit
+    print("the model's weights are exactly as before the test; optimizer lr", optimizer.param_groups[0]["lr"],
+          "| momentum buffers:", len(optimizer.state_dict()["state"]))
+    # The y axis from just below the lowest loss to twice the first: the diverging tail would squash the rest.
+    plot_curves({"smoothed loss": (lrs, losses)}, xlabel="learning rate", ylabel="smoothed loss", logx=True,
+                ylim=(0.9 * min(losses), 2 * losses[0]), marks={f"suggested {suggested:.2g}": suggested},
+                title="learning-rate range test")
 
 # %% [markdown]
 # Does the suggestion hold up? Three short runs from the same starting weights and the same data order
@@ -1385,10 +1741,11 @@ def train_briefly(lr, epochs=4):
     return history, accuracy
 
 
-curves = {}
-for name, lr in (("suggested", suggested), ("100x smaller", suggested / 100), ("10x larger", suggested * 10)):
-    history, accuracy = train_briefly(lr)
-    curves[f"{name}, lr {lr:.2g}"] = history
-    print(f"{name:12s} lr {lr:<8.2g} last-epoch loss {np.mean(history[-len(train_loader):]):.2f} | "
-          f"validation accuracy {accuracy:.0%}")
-plot_curves(curves, xlabel="step", ylabel="training loss", logy=True, title="4 epochs at three learning rates")
+with uses_your_answer("lr_range_test", "suggest_lr"):
+    curves = {}
+    for name, lr in (("suggested", suggested), ("100x smaller", suggested / 100), ("10x larger", suggested * 10)):
+        history, accuracy = train_briefly(lr)
+        curves[f"{name}, lr {lr:.2g}"] = history
+        print(f"{name:12s} lr {lr:<8.2g} last-epoch loss {np.mean(history[-len(train_loader):]):.2f} | "
+              f"validation accuracy {accuracy:.0%}")
+    plot_curves(curves, xlabel="step", ylabel="training loss", logy=True, title="4 epochs at three learning rates")

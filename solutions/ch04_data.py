@@ -138,3 +138,15 @@ def suggest_lr(lrs: Sequence[float], losses: Sequence[float], *, skip_start: int
         )
     steepest = int(np.argmin(np.gradient(np.asarray(kept_losses, dtype=np.float64))))
     return float(kept_lrs[steepest])
+
+
+# The hand-written answers to the chapter's "predict, then run" prompts (coursekit.practice): the instructor's
+# copy of the notebook checks each of them against what the code really gives.
+PREDICTIONS = {
+    "04.concat_len": 15,                                  # Circles(10) + Circles(5): a ConcatDataset
+    "04.batches_drop_last": (4, 3),                       # 10 items, batch_size=3: 3 full + 1 short; the short one dropped
+    "04.collated_pair_shapes": ((5, 1, 28, 28), (5,)),    # 5 (image, label) pairs -> (images, labels)
+    "04.collated_label_dtype": "int64",                   # Python ints -> torch.tensor of ints
+    "04.unsharded_copies": 2,                             # every worker runs __iter__ on its own copy
+    "04.optimizer_state_before_step": 0,                  # momentum buffers appear at the first step
+}

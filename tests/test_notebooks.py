@@ -184,6 +184,8 @@ MIN_PROMPTS = 4
 
 
 def _predict_calls(source: str) -> list[ast.Call]:
+    if source.lstrip().startswith("%%"):  # a cell magic (%%writefile): not Python, and no prompt
+        return []
     return [node for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "predict"]
 
@@ -242,7 +244,7 @@ def test_cells_after_the_exercises_that_run_an_answer_are_guarded(chapter):
     after_exercises = False
     for cell in _load(chapter).cells:
         after_exercises |= cell.cell_type == "markdown" and bool(re.search(r"^# Exercises", cell.source, re.M))
-        if not after_exercises or cell.cell_type != "code" or _nbgrader(cell):
+        if not after_exercises or cell.cell_type != "code" or _nbgrader(cell) or cell.source.lstrip().startswith("%%"):
             continue
         tree = ast.parse(cell.source)
         used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} & answer_names
