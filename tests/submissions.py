@@ -6,7 +6,9 @@ Each file is what a student might hand in. It declares its verdict at the top:
 - ``EXPECT_FAIL = {"check_name": "words the failure message must contain", ...}`` for a bug: each named
   check must not pass and must say those words; ``"*"`` as a check name means every check (a do-nothing
   answer must score 0 everywhere);
-- optionally ``EXPECT_SCORE = 0`` (the total points it may earn at most).
+- optionally ``EXPECT_SCORE = 0`` (the total points it may earn at most);
+- optionally ``EXPECT_FAIL_ON_CUDA = {...}``, used instead of ``EXPECT_FAIL`` on a GPU, for a bug whose
+  symptom differs there (NumPy stride tricks alias a CPU tensor's memory, but copy a GPU tensor's).
 
 The files are graded exactly as ``python -m graders check`` grades them (``graders.check_file``). A bug is
 graded on the checks it names only, since those are all its verdict asserts: most bugs name 1 or 2 of their
@@ -28,7 +30,7 @@ import graders
 
 ROOT = Path(__file__).parent / "submissions"
 FAST_TIMEOUT_S = 2.0  # fixtures that loop forever are stopped after this
-MARKERS = ("EXPECT_PASS", "EXPECT_FAIL", "EXPECT_SCORE")
+MARKERS = ("EXPECT_PASS", "EXPECT_FAIL", "EXPECT_SCORE", "EXPECT_FAIL_ON_CUDA")
 
 
 def verdict(path: Path) -> dict:
@@ -60,6 +62,8 @@ def checks_to_grade(expected: dict) -> list[str] | None:
 
 def assert_verdict(exercise_id: str, path: Path, device: str) -> None:
     expected = verdict(path)
+    if device == "cuda" and "EXPECT_FAIL_ON_CUDA" in expected:
+        expected["EXPECT_FAIL"] = expected["EXPECT_FAIL_ON_CUDA"]
     report = graders.check_file(exercise_id, str(path), checks_to_grade(expected), device=device,
                                 timeout=FAST_TIMEOUT_S)
     text = report.as_text()

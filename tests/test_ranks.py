@@ -21,11 +21,11 @@ from graders import isolation, ranks
 from graders.isolation import GraderBroke, Limits, Runner, StudentSource, warm_up
 from graders.outcomes import CheckFailed, SkipCheck, StudentCodeError
 from graders.student import Submission
+from tests.processes import alive
 
 ANSWER = '''\
 import torch
 import torch.distributed as dist
-from tests.processes import alive
 
 
 def average(t):
@@ -115,8 +115,6 @@ def leftovers(monkeypatch, tmp_path):
             time.sleep(0.02)
         assert not alive(pid), f"runner {pid} is still running"
     assert sorted(os.listdir(private)) == [], "temporary files were left behind"
-
-
 
 
 def _check_average(run: ranks.RankRun, values=(1.0, 3.0)) -> None:
