@@ -1,6 +1,6 @@
 """Where chapter 04's images come from: FashionMNIST, or a stand-in drawn on the spot when there is no network.
 
-The chapter needs a small image classification data set that works everywhere, a train and the course's
+The chapter needs a small image classification data set that works everywhere, offline too, the course's
 tests included (they never download). :func:`choose_image_source` decides, in this order:
 
 1. a FashionMNIST copy already on disk under ``root`` (``$COURSE_DATA``, default ``~/.cache/pytorch-course/data``)
