@@ -550,7 +550,7 @@ for warning in caught:
 
 # %% tags=nbval-ignore-output
 if gpu is None:
-    print("not measured: this needs a GPU, and no recording ships yet. A recording prints here the GB/s of a\n"
+    print("not measured: this needs a GPU, and no recording was found. A recording prints here the GB/s of a\n"
           "256 MiB copy to the GPU from pageable and from pinned memory, blocking and non_blocking, how long each\n"
           "call took to return, and the share of a non_blocking copy back to the CPU that was right when read\n"
           "before synchronizing; and it draws the copy speeds as bars. Nothing is drawn without it.")
@@ -622,7 +622,7 @@ except AttributeError as error:
 
 # %% tags=nbval-ignore-output
 if gpu is None:
-    print("not measured: this needs a GPU, and no recording ships yet. A recording prints here the time of\n"
+    print("not measured: this needs a GPU, and no recording was found. A recording prints here the time of\n"
           "each of 20 steps (4 chained 4096x4096 matmuls) with synchronize, without it and with CUDA events,\n"
           "the arithmetic rate each timing implies, and how long a synchronize after the unsynchronized loop\n"
           "waits; and it draws the time per step with and without synchronisation. Nothing is drawn without it.")
@@ -821,7 +821,7 @@ print("both loops computed the same numbers (assert_close passed)")
 
 # %% tags=nbval-ignore-output
 if gpu is None:
-    print("not measured: this needs a GPU, and no recording ships yet. A recording prints here the time per\n"
+    print("not measured: this needs a GPU, and no recording was found. A recording prints here the time per\n"
           "training step of a small model with loss.item() at every step, and with the losses summed on the GPU\n"
           "and read once.")
 else:
@@ -981,7 +981,7 @@ def meta_prediction(phase, parts):
 
 # %% tags=nbval-ignore-output
 if gpu is None:
-    print("not measured: this needs a GPU, and no recording ships yet. A recording prints here, for each phase of\n"
+    print("not measured: this needs a GPU, and no recording was found. A recording prints here, for each phase of\n"
           "two Adam steps of this model, memory_allocated, memory_reserved, the peak in between and the meta count's\n"
           "prediction, and draws allocated against reserved over the phases. Nothing is drawn without it.")
 else:
@@ -1071,7 +1071,7 @@ print("torch.OutOfMemoryError is a RuntimeError:", issubclass(torch.OutOfMemoryE
 
 # %% tags=nbval-ignore-output
 if gpu is None:
-    print("not measured: this needs a GPU, and no recording ships yet. A recording prints here the real\n"
+    print("not measured: this needs a GPU, and no recording was found. A recording prints here the real\n"
           "torch.OutOfMemoryError message and memory_allocated / memory_reserved at each step of the recovery,\n"
           "and draws them. Nothing is drawn without it.")
 else:

@@ -498,7 +498,7 @@ def gpu_measurements(device: torch.device | str | None = None) -> Recording | No
 
 
 NO_RECORDING = (
-    "No GPU here, and no recording of a GPU run ships with this chapter yet "
+    "No GPU here, and no recording of a GPU run was found "
     f"(a {RECORDING_NAME} made on a GPU, next to the notebook). The GPU-only cells below print what they "
     "would measure and draw nothing. To make the recording, on a machine with an NVIDIA GPU and this course installed, run\n"
     f"    {RECORD_COMMAND}\n"
