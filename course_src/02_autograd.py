@@ -39,7 +39,7 @@ from torch import nn
 from coursekit import start_chapter, seed_everything
 from coursekit.graphs import draw_backward_graph
 from coursekit.meters import SavedTensorMeter, memory_in_use
-from coursekit.plots import plot_curves
+from coursekit.plots import plot_bars, plot_curves
 from coursekit.practice import predict, uses_your_answer
 from graders import check
 
@@ -810,16 +810,9 @@ with torch.no_grad():
 for habit, curve in held.items():
     print(f"{habit:32s} KiB held after batch 1: {curve[0]:5.1f} | batch 40: {curve[-1]:7.1f}")
 
-fig, ax = plt.subplots(figsize=(7.5, 3.4))
-names = list(held)[::-1]                     # the first habit on top
-ax.barh(names, [held[name][-1] for name in names], color=["tab:red" if held[name][-1] > 100 else "tab:green"
-                                                         for name in names])
-for row, name in enumerate(names):
-    ax.annotate(f" {held[name][-1]:.1f}", (held[name][-1], row), va="center", fontsize=8)
-ax.set_xlim(0, max(curve[-1] for curve in held.values()) * 1.15)
-ax.set(xlabel="KiB held by saved tensors after 40 batches", title="what each habit keeps alive")
-fig.tight_layout()
-plt.show()
+after_40 = {habit: curve[-1] for habit, curve in held.items()}
+plot_bars(after_40, ylabel="KiB held by saved tensors after 40 batches", title="what each habit keeps alive",
+          fmt="{:.1f}", horizontal=True, colors=["tab:red" if kib > 100 else "tab:green" for kib in after_40.values()])
 
 # %% [markdown]
 # `total_loss += loss` keeps exactly as much as the list of losses, 2900 KiB: `total_loss` is a chain of

@@ -42,6 +42,7 @@ from IPython.display import Markdown, display
 from torch import nn
 
 from coursekit import start_chapter, seed_everything
+from coursekit.meters import SavedTensorMeter
 from coursekit.plots import plot_bars, plot_curves, plot_histograms
 from coursekit.practice import predict, uses_your_answer
 from graders import check
@@ -549,38 +550,25 @@ print("output.grad_fn:", type(output.grad_fn).__name__)
 # %% [markdown]
 # A recorded graph is not free: for the backward pass, autograd keeps tensors that the forward pass
 # computed (a layer's input, for instance) alive as long as the output exists.
-# `torch.autograd.graph.saved_tensors_hooks` lets us see each tensor autograd saves. Below, the same
+# Chapter 02's `SavedTensorMeter` (from `coursekit.meters`) counts what autograd saves. Below, the same
 # trained classifier runs on the 512 test points in the four combinations of the two switches; every
-# cell of the table is measured (the size counts saved tensors other than the model's own parameters and
-# buffers, which exist anyway).
+# cell of the table is measured (the size counts the memory of saved tensors other than the model's own
+# parameters and buffers, which exist anyway).
 
 # %%
-def saved_by_forward(model, x):
-    """Run model(x) and return the output and the tensors autograd saved for a backward pass."""
-    saved = []
-
-    def pack(tensor):                         # called once for every tensor autograd saves
-        saved.append(tensor)
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        output = model(x)
-    return output, saved
-
-
 rows = ["| mode | autograd | two calls give the same output | BatchNorm's running stats updated | "
         "`output.requires_grad` | `output.grad_fn` | saved for backward |",
         "|---|---|---|---|---|---|---|"]
 for mode in ("train()", "eval()"):
     for recording in (True, False):
         model = copy.deepcopy(classifier).train(mode == "train()")
-        own = {t.data_ptr() for t in model.state_dict().values()}   # the model's parameters and buffers
         before = model[1].running_mean.clone()
         seed_everything(0)
         with contextlib.nullcontext() if recording else torch.no_grad():
-            first, saved = saved_by_forward(model, x_test)
+            with SavedTensorMeter(exclude=model.state_dict().values()) as meter:
+                first = model(x_test)
             second = model(x_test)
-        kib = sum(t.numel() * t.element_size() for t in saved if t.data_ptr() not in own) / 1024
+        saved, kib = meter.saved_tensors(), meter.held_kib()   # counted while `first` keeps its graph alive
         rows.append(f"| `{mode}` | {'on (the default)' if recording else 'off: `torch.no_grad()`'} "
                     f"| {'yes' if torch.equal(first, second) else 'no'} "
                     f"| {'no' if torch.equal(model[1].running_mean, before) else 'yes'} | {first.requires_grad} "
@@ -595,7 +583,7 @@ display(Markdown("\n".join(rows)))
 # without it, even in `eval()`, the output carries a `grad_fn` and autograd saves tensors for a backward
 # pass that never comes.
 #
-# Here that is 388 KiB in eval mode, freed with the output. It grows with the batch and the model, and it
+# Here that is 260 KiB in eval mode, freed with the output. It grows with the batch and the model, and it
 # adds up when the outputs are kept: a validation loop that collects `model(x)` for every batch without
 # `no_grad()` keeps every batch's saved tensors alive until the list is dropped. Evaluate with both:
 # `model.eval()` for the layers, `torch.no_grad()` for autograd (or `torch.inference_mode()`, a stricter

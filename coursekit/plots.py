@@ -112,15 +112,32 @@ def plot_curves(curves: dict[str, Sequence[float]], *, xlabel: str = "step", yla
     plt.show()
 
 
-def plot_bars(values: dict[str, float], *, ylabel: str, title: str | None = None, fmt: str = "{:.3g}"):
-    """A labelled bar chart (measured numbers: one bar a setting, the value written on it)."""
-    fig, ax = plt.subplots()
-    bars = ax.bar(list(values), list(values.values()), color="tab:blue")
-    for bar, value in zip(bars, values.values()):
-        ax.annotate(fmt.format(value), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
-                    va="bottom", fontsize=8)
-    ax.set_ylim(top=ax.get_ylim()[1] * 1.08)  # room for the value written on the tallest bar
-    ax.set(ylabel=ylabel, title=title)
+def plot_bars(values: dict[str, float], *, ylabel: str, title: str | None = None, fmt: str = "{:.3g}",
+              horizontal: bool = False, colors: Sequence[str] | None = None):
+    """A labelled bar chart (measured numbers: one bar a setting, the value written on it).
+
+    ``horizontal=True`` lays the bars out sideways, first setting on top, for labels too long to stand under a
+    bar (lines of code, say); ``ylabel`` then labels the value axis, which is the x axis. ``colors`` gives one
+    colour per bar (e.g. red for the bad settings)."""
+    names, numbers = list(values), list(values.values())
+    color = list(colors) if colors is not None else "tab:blue"
+    if not horizontal:
+        fig, ax = plt.subplots()
+        bars = ax.bar(names, numbers, color=color)
+        for bar, value in zip(bars, numbers):
+            ax.annotate(fmt.format(value), (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                        va="bottom", fontsize=8)
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.08)  # room for the value written on the tallest bar
+        ax.set(ylabel=ylabel, title=title)
+    else:
+        fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.2))
+        rows = range(len(names))[::-1]  # the first setting on top
+        ax.barh(list(rows), numbers, color=color)
+        ax.set_yticks(list(rows), names)
+        for row, value in zip(rows, numbers):
+            ax.annotate(" " + fmt.format(value), (value, row), va="center", fontsize=8)
+        ax.set_xlim(0, max(numbers, default=1.0) * 1.15)  # room for the value written after the longest bar
+        ax.set(xlabel=ylabel, title=title)
     fig.tight_layout()
     plt.show()
 

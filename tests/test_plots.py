@@ -46,3 +46,19 @@ def test_curves_against_their_index_get_whole_number_ticks_and_ylim_clips():
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
     assert tuple(ax.get_ylim()) == (0.0, 2.0)
     pyplot.close("all")
+
+
+def test_horizontal_bars_put_the_first_setting_on_top_with_its_value_and_colour():
+    """For labels too long to stand under a bar (lines of code): sideways, in the order given, each value
+    written after its bar, one colour per bar."""
+    pyplot.close("all")
+    plots.plot_bars({"losses.append(loss)": 2900.0, "losses.append(loss.item())": 72.5}, ylabel="KiB held",
+                    fmt="{:.1f}", horizontal=True, colors=["tab:red", "tab:green"])
+    ax = pyplot.gcf().axes[0]
+    by_label = {tick.get_text(): y for tick, y in zip(ax.get_yticklabels(), ax.get_yticks())}
+    assert by_label["losses.append(loss)"] > by_label["losses.append(loss.item())"]  # first on top
+    assert sorted(t.get_text().strip() for t in ax.texts) == ["2900.0", "72.5"]
+    widths = sorted((round(p.get_width(), 1), p.get_facecolor()) for p in ax.patches)
+    assert [w for w, _ in widths] == [72.5, 2900.0] and widths[0][1] != widths[1][1]
+    assert ax.get_xlabel() == "KiB held" and ax.get_xlim()[1] > 2900.0 * 1.1
+    pyplot.close("all")
