@@ -51,7 +51,6 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image, ImageDraw
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import (BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler,
