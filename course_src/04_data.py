@@ -56,8 +56,6 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import (BatchSampler, DataLoader, Dataset, IterableDataset, RandomSampler,
                               SequentialSampler, Subset, TensorDataset, WeightedRandomSampler, default_collate,
                               get_worker_info, random_split)
-from torchvision import datasets
-from torchvision.transforms import v2
 
 from coursekit import determinism_settings, run_record, seed_everything, set_deterministic, start_chapter
 from coursekit.data_sources import choose_image_source
@@ -191,6 +189,8 @@ except ValueError as error:
 #   every call, so each epoch sees slightly different images.
 
 # %%
+from torchvision.transforms import v2   # imported here: no exercise needs torchvision, and it costs 1 s to import
+
 to_float = v2.Compose([v2.ToImage(), v2.Grayscale(1), v2.ToDtype(torch.float32, scale=True)])
 augment = v2.Compose([v2.ToImage(), v2.Grayscale(1),
                       v2.RandomAffine(degrees=20, translate=(0.1, 0.1), scale=(0.8, 1.1)),

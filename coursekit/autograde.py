@@ -8,16 +8,27 @@ as ``python -m graders check`` grades a file. So while autograding they are not 
 output saying so, which the feedback shows. The opening cell is a locked nbgrader cell, so autograde also
 restores it if a student edited it (nbgrader's OverwriteCells), as the grade of record does.
 
-The kernel also starts its judge (the clean process that makes the check cells' verdicts, a second torch
-import) as it starts, before the first cell: that import then runs beside the opening cell's instead of
-inside the first check (in chapter 01 the first check cell went from 2.4 s to 0.9 s on a 2-core laptop).
+The check cells' judge (the clean process that makes their verdicts, a second torch import) is started here,
+before the kernel, and the kernel finds it through ``$COURSE_JUDGE_SOCKET`` (:mod:`graders.judge_server`'s
+shared mode): its import then runs beside the kernel's start and the opening cell instead of inside the first
+check (in chapter 01 the first check cell went from 2.4 s to 0.9 s on a 2-core laptop when the kernel started
+its own judge as it started; starting it before the kernel gains the kernel's start, about 0.45 s). Where no
+judge can be shared (no Unix sockets: Windows), or one is shared already (``make grade``'s workers), the
+kernel starts or finds its own as it starts.
 
 ``nbgrader validate`` (the student's Validate button) and JupyterLab still run every cell.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
 
 from nbformat.v4 import new_output
 from nbgrader import utils
@@ -40,10 +51,13 @@ class RunGradedPartOnly(Execute):
     kernel starts its judge as it starts."""
 
     def preprocess(self, nb, resources=None, km=None):
+        if not uses_the_graders(nb):
+            return super().preprocess(nb, resources, km)
         start_judge = f"--IPKernelApp.exec_lines={START_JUDGE}"
-        if uses_the_graders(nb) and start_judge not in self.extra_arguments:
+        if start_judge not in self.extra_arguments:
             self.extra_arguments = [*self.extra_arguments, start_judge]
-        return super().preprocess(nb, resources, km)
+        with judge_started_early(exercises_checked(nb)):
+            return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
         if is_demonstration(cell):
@@ -60,4 +74,36 @@ def uses_the_graders(nb) -> bool:
                if cell.cell_type == "code" and (utils.is_grade(cell) or utils.is_locked(cell)))
 
 
+def exercises_checked(nb) -> list[str]:
+    """The exercises the instructor's test cells check (``check("id", ...)``), in order, each once."""
+    found = [m[1] for cell in nb.cells if cell.cell_type == "code" and utils.is_grade(cell)
+             for m in _CHECK_CALL.finditer(cell.source)]
+    return list(dict.fromkeys(found))
+
+
+_CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 _IMPORTS_GRADERS = re.compile(r"^\s*(from|import)\s+graders\b", re.M)
+
+
+@contextlib.contextmanager
+def judge_started_early(exercises: list[str]):
+    """A judge for the kernel started next, listening before that kernel exists; told to stop (its stdin closes)
+    when the notebook is done. It cleans up after itself, so nobody waits for it to end."""
+    from graders.judge_server import SOCKET_ENV
+
+    if os.environ.get(SOCKET_ENV) or not hasattr(socket, "AF_UNIX"):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="cj")  # private (0700), and short: a socket path holds about 100 bytes
+    path = os.path.join(folder, "judge")
+    hint = ["--exercises", ",".join(exercises)] if exercises else []
+    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", path, *hint], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    os.environ[SOCKET_ENV] = path  # the kernel inherits nbgrader's environment
+    try:
+        yield
+    finally:
+        os.environ.pop(SOCKET_ENV, None)
+        with contextlib.suppress(OSError):
+            judge.stdin.close()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -212,7 +212,7 @@ def _main_module_hidden():
                 sys.modules["__main__"] = main
 
 
-def warm_up(exercise_id: str | None = None) -> None:
+def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
     """Start the forkserver now, from a judge process that has not computed anything yet.
 
     The command line and the notebooks' judge server call this first thing. Where it is safe (below), the
@@ -220,26 +220,36 @@ def warm_up(exercise_id: str | None = None) -> None:
     each of them pays the torch import once instead of twice (about 2 s of CPU on a 2-core laptop).
     Elsewhere it is multiprocessing's own: a fresh interpreter that imports them itself.
 
-    With ``exercise_id`` (a judge grading that exercise only), the forkserver skips warming up optimizers
-    when no check of that exercise steps one.
+    With ``exercise_id`` (a judge grading that exercise only, or those exercises), the forkserver skips warming
+    up optimizers when no check of them steps one.
     """
     if start_method() != "forkserver":
         return
-    if exercise_id is not None:
-        from graders.registry import REGISTRY, load_all_chapters
-
-        load_all_chapters()
-        if exercise_id in REGISTRY and not REGISTRY[exercise_id].steps_optimizers:
-            os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"  # read by graders._preload in the forkserver
+    if exercise_id is not None and not may_step_optimizers(exercise_id):
+        os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"  # read by graders._preload in the forkserver
     _context()
     from multiprocessing import forkserver
 
     with _main_module_hidden():
         if _may_fork_the_forkserver():
+            # Warm this process as the forkserver would warm itself, then fork it: both are warm for one import.
+            # A grader that builds an optimizer in the judge (lr_range_test, for instance) otherwise paid torch's
+            # compiler-stack import there, 0.9-1.0 s, inside a student's first check.
+            importlib.import_module("graders._preload")
             with _forkserver_started_by_fork():
                 forkserver.ensure_running()
         else:
             forkserver.ensure_running()
+
+
+def may_step_optimizers(exercise_ids: str | Sequence[str]) -> bool:
+    """Whether a check of these exercises may step a torch optimizer (an exercise the registry does not know
+    may: it gets warm runners)."""
+    from graders.registry import REGISTRY, load_all_chapters
+
+    load_all_chapters()
+    wanted = [exercise_ids] if isinstance(exercise_ids, str) else list(exercise_ids)
+    return any(e not in REGISTRY or REGISTRY[e].steps_optimizers for e in wanted)
 
 
 def _may_fork_the_forkserver() -> bool:
@@ -898,7 +908,8 @@ def _reset_global_state(seed: int) -> None:
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
     torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(False)
+    if torch.are_deterministic_algorithms_enabled():  # the call imports torch's compiler stack (about 0.9 s)
+        torch.use_deterministic_algorithms(False)
     torch.autograd.set_detect_anomaly(False)
     with contextlib.suppress(Exception):
         torch.set_default_device(None)

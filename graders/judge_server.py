@@ -25,9 +25,11 @@ The server leads a process group of its own: at shutdown ipykernel terminates ev
 group, which killed the judge before it could clean up (a ``pymp-*`` folder left by every Jupyter kernel) and
 made each shutdown wait 2.6 s for it.
 
-The server is a second torch import (2-3 s on a laptop). A kernel started to grade starts its judge as it
-starts (:meth:`JudgeClient.start`, see :mod:`coursekit.autograde`), so that import runs beside the opening
-cell's instead of after it.
+The server is a second torch import (2-3 s on a laptop). nbgrader's autograde starts a shared one before the
+kernel, told which exercises the test cells check, and the kernel connects to it as it starts
+(:meth:`JudgeClient.start`, see :mod:`coursekit.autograde`): that import runs beside the kernel's start and the
+opening cell instead of after them. A kernel interrupted while the shared judge runs its request (a cell
+timeout) sends its later requests to a judge of its own rather than queue behind that request.
 """
 
 from __future__ import annotations
@@ -151,11 +153,13 @@ def _serve() -> None:
         _write(protocol_out, answer(body))
 
 
-def _answerer(*, shared: bool = False):
-    """Warm up (the forkserver, first), then return what turns a request body into a reply body."""
+def _answerer(*, shared: bool = False, exercises: list[str] | None = None):
+    """Warm up (the forkserver, first), then return what turns a request body into a reply body. ``exercises``:
+    the only ones it will be asked for, when the caller knows (a notebook being autograded), which may spare
+    warming up optimizers (:func:`graders.isolation.warm_up`)."""
     from graders.isolation import warm_up
 
-    warm_up()
+    warm_up(exercises or None)
     import torch
 
     from graders.isolation import Limits
@@ -180,7 +184,7 @@ def _answerer(*, shared: bool = False):
     return answer
 
 
-def serve_shared(path: str) -> None:
+def serve_shared(path: str, exercises: list[str] | None = None) -> None:
     """One judge for the kernels of a ``make grade`` worker, one kernel at a time, until its stdin closes.
 
     It listens before it warms up, so a kernel that connects early waits in the backlog rather than starting a
@@ -192,7 +196,7 @@ def serve_shared(path: str) -> None:
         os.unlink(path)
     listener.bind(path)
     listener.listen(8)
-    answer = _answerer(shared=True)
+    answer = _answerer(shared=True, exercises=exercises)
     stop = sys.stdin.fileno()
     current: socket.socket | None = None
     stream: Any = None
@@ -241,6 +245,9 @@ class JudgeClient:
         self._shared: socket.socket | None = None
         self._shared_stream: BinaryIO | None = None
         self.log_path: str | None = None  # the own judge's log, made when it starts
+        # A request interrupted on the shared judge goes on there until its checks end; the next ones go to a
+        # judge of this kernel's own rather than queue behind it.
+        self._shared_abandoned = False
 
     def start(self) -> None:
         """Start the server now (or connect to the shared one), without waiting for it to be ready: the first
@@ -252,7 +259,8 @@ class JudgeClient:
         """(to the judge, from the judge)."""
         if self._shared_stream is not None:
             return self._shared_stream, self._shared_stream
-        if (self._process is None or self._process.poll() is not None) and os.environ.get(SOCKET_ENV):
+        if ((self._process is None or self._process.poll() is not None) and os.environ.get(SOCKET_ENV)
+                and not self._shared_abandoned):
             connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 connection.connect(os.environ[SOCKET_ENV])
@@ -282,6 +290,7 @@ class JudgeClient:
                 _write(to_judge, request_to_json(request))
                 body = _read(from_judge)
             except BaseException:  # an interrupted kernel: the server may be mid-reply, start afresh next time
+                self._shared_abandoned = self._shared_abandoned or self._shared_stream is not None
                 self.stop()
                 raise
             if body is None:
@@ -345,9 +354,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m graders.judge_server")
     parser.add_argument("--listen", metavar="PATH", help="serve kernels one after another on this Unix socket "
                         "until stdin closes (make grade's workers); without it, one kernel over stdin and stdout")
+    parser.add_argument("--exercises", metavar="ID,ID", help="with --listen: the only exercises it will be asked "
+                        "to grade (another still is, with a colder start)")
     args = parser.parse_args(argv)
     if args.listen:
-        serve_shared(args.listen)
+        serve_shared(args.listen, args.exercises.split(",") if args.exercises else None)
     else:
         serve()
 

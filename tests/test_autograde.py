@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import re
+import time
+from pathlib import Path
+
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.autograde import NOT_RUN, RunGradedPartOnly, uses_the_graders
+import coursekit.autograde as autograde
+from coursekit.autograde import NOT_RUN, RunGradedPartOnly, exercises_checked, uses_the_graders
+from graders.judge_server import SOCKET_ENV
 
 
 def _cell(source: str, **nbgrader) -> nbformat.NotebookNode:
@@ -17,23 +24,73 @@ def _cell(source: str, **nbgrader) -> nbformat.NotebookNode:
     return cell
 
 
-# What the first graded cell reports: whether the kernel's judge was already running before any cell asked it.
-_PROBE = ("import sys\njudge = sys.modules.get('graders.judge_server')\nclient = judge and judge._CLIENT\n"
-          "print('judge running:', bool(client and client._process and client._process.poll() is None))")
+# What the first graded cell reports: which judge the kernel was connected to before any cell asked for one
+# ("shared": the one autograde started before the kernel; "own": one the kernel started), and where it listens.
+_PROBE = ("import os, sys\njudge = sys.modules.get('graders.judge_server')\nclient = judge and judge._CLIENT\n"
+          "own = bool(client and client._process and client._process.poll() is None)\n"
+          "print('judge:', 'shared' if client and client._shared_stream else 'own' if own else 'none')\n"
+          "print('socket:', os.environ.get('COURSE_JUDGE_SOCKET'))")
+
+
+def _judges_listening_on(path: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"graders.judge_server" in command and path.encode() in command:
+            found.append(int(pid))
+    return found
 
 
 @pytest.mark.parametrize("opening, judge_expected", [
-    ("import graders\nx = 1", True),       # a chapter: its opening cell imports the graders
-    ("x = 1", False),                      # a notebook that never checks anything pays for no judge
+    ("import graders\nx = 1", "shared"),   # a chapter: its opening cell imports the graders
+    ("x = 1", "none"),                     # a notebook that never checks anything pays for no judge
 ])
-def test_a_kernel_starts_its_judge_before_the_first_cell_only_where_the_graders_are_used(opening, judge_expected):
+def test_the_judge_is_started_before_the_kernel_only_where_the_graders_are_used(opening, judge_expected, monkeypatch):
+    monkeypatch.delenv(SOCKET_ENV, raising=False)
     nb = new_notebook(cells=[
         _cell(opening, locked=True, grade_id="opening"),
         _cell("raise SystemExit('a demonstration cell must not run')"),
         _cell(_PROBE, grade=True, grade_id="probe", points=1, locked=True),
     ])
-    assert uses_the_graders(nb) is judge_expected
+    assert uses_the_graders(nb) is (judge_expected != "none")
     executed, _ = RunGradedPartOnly(timeout=60).preprocess(nb, {"metadata": {"path": "."}})
     opening_cell, demonstration, probe = executed.cells
     assert [o.get("text") for o in demonstration.outputs] == [NOT_RUN]
-    assert "".join(o.get("text", "") for o in probe.outputs) == f"judge running: {judge_expected}\n"
+    printed = "".join(o.get("text", "") for o in probe.outputs)
+    assert f"judge: {judge_expected}\n" in printed, printed
+    assert SOCKET_ENV not in os.environ  # nbgrader's own environment is as it was
+    if judge_expected == "shared":
+        socket_path = re.search(r"socket: (\S+)", printed)[1]
+        assert not Path(socket_path).parent.exists()  # its private folder is gone
+        if Path("/proc").is_dir():  # and the judge ends by itself once its warm-up is over
+            deadline = time.monotonic() + 60
+            while _judges_listening_on(socket_path) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not _judges_listening_on(socket_path)
+
+
+def test_a_judge_shared_already_is_not_started_again(monkeypatch):
+    """make grade's workers share one judge among their kernels: autograde there starts none of its own."""
+    monkeypatch.setenv(SOCKET_ENV, "/nonexistent/worker-judge")
+    monkeypatch.setattr(autograde.subprocess, "Popen", lambda *a, **k: pytest.fail("a second judge was started"))
+    with autograde.judge_started_early(["sliding_window"]):
+        assert os.environ[SOCKET_ENV] == "/nonexistent/worker-judge"
+    assert os.environ[SOCKET_ENV] == "/nonexistent/worker-judge"
+
+
+def test_the_judge_is_told_which_exercises_the_test_cells_check():
+    """They decide whether its runners need optimizers warmed (about 1 s), so only test cells count, hidden
+    ones included, each exercise once, in order; an answer cell that calls check counts for nothing."""
+    nb = new_notebook(cells=[
+        _cell("import graders", locked=True, grade_id="opening"),
+        _cell("check('sliding_window', globals())", solution=True, grade_id="answer"),
+        _cell('check("is_contiguous", globals(), "a")\ncheck( "pad_collate" , globals())', grade=True,
+              grade_id="t1", points=1, locked=True),
+        _cell("### BEGIN HIDDEN TESTS\ncheck(\"is_contiguous\", globals(), 'b')\n### END HIDDEN TESTS",
+              grade=True, grade_id="t2", points=1, locked=True),
+        _cell("check('lr_range_test', globals())"),  # a demonstration cell
+    ])
+    assert exercises_checked(nb) == ["is_contiguous", "pad_collate"]

@@ -178,3 +178,35 @@ def _in_a_jupyter_kernel(temp, answer):
     finally:
         kernel.stop_channels()
         manager.shutdown_kernel()
+
+
+def test_a_request_interrupted_on_the_shared_judge_sends_the_next_ones_to_a_judge_of_the_kernels_own(
+        shared_judge, monkeypatch):
+    """An interrupted check cell (Jupyter's cell timeout) leaves its request running on the shared judge until its
+    checks end; the kernel's next check cells must not queue behind it, so they go to a judge of its own."""
+    import graders.judge_server as judge_server
+    from graders.registry import get_exercise
+
+    _, env = shared_judge
+    monkeypatch.setenv(SOCKET_ENV, env[SOCKET_ENV])
+    client = judge_server.JudgeClient()
+    real_read = judge_server._read
+    monkeypatch.setattr(judge_server, "_read", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    request = _request(StudentSource.from_file(str(sorted(SLIDING.glob("correct_*.py"))[0]), ["sliding_window"]))
+    with pytest.raises(KeyboardInterrupt):
+        client.grade(request, get_exercise("sliding_window"))
+    monkeypatch.setattr(judge_server, "_read", real_read)
+
+
+    class StartedItsOwn(Exception):
+        pass
+
+    def start_own():
+        raise StartedItsOwn  # instead of starting one for real
+
+    monkeypatch.setattr(client, "_start_own", start_own)
+    try:
+        with pytest.raises(StartedItsOwn):
+            client._channel()
+    finally:
+        client.stop()
