@@ -1,8 +1,9 @@
 """Imported once by the forkserver, so every runner forked from it starts warm.
 
-The first optimizer step in a fresh process costs 1-2 s (torch loads its compiler stack then); paying it
-here, once, keeps each check's runner at a few milliseconds to start. A judge that grades only exercises
-whose checks never step an optimizer sets ``COURSE_RUNNER_WARM_OPTIMIZERS=0`` and saves that time.
+The first optimizer in a fresh process costs about 1 s (torch loads its compiler stack then, which FakeTensorMode
+and gradcheck use too); paying it here, once, keeps each check's runner at a few milliseconds to start. A judge
+that grades only exercises that need none of it (``warm_compiler_stack`` in the registry) sets
+``COURSE_RUNNER_WARM_OPTIMIZERS=0`` and saves that time.
 """
 
 import os

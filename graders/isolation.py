@@ -221,11 +221,11 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
     Elsewhere it is multiprocessing's own: a fresh interpreter that imports them itself.
 
     With ``exercise_id`` (a judge grading that exercise only, or those exercises), the forkserver skips warming
-    up optimizers when no check of them steps one.
+    up torch's compiler stack (optimizers) when no check of them needs it (:func:`needs_compiler_stack`).
     """
     if start_method() != "forkserver":
         return
-    if exercise_id is not None and not may_step_optimizers(exercise_id):
+    if exercise_id is not None and not needs_compiler_stack(exercise_id):
         os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"  # read by graders._preload in the forkserver
     _context()
     from multiprocessing import forkserver
@@ -242,14 +242,15 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
             forkserver.ensure_running()
 
 
-def may_step_optimizers(exercise_ids: str | Sequence[str]) -> bool:
-    """Whether a check of these exercises may step a torch optimizer (an exercise the registry does not know
-    may: it gets warm runners)."""
+def needs_compiler_stack(exercise_ids: str | Sequence[str]) -> bool:
+    """Whether a check of these exercises uses what imports torch's compiler stack on first use (an optimizer,
+    FakeTensorMode, gradcheck): then the runners' forkserver imports it first. An exercise the registry does not
+    know may: it gets warm runners."""
     from graders.registry import REGISTRY, load_all_chapters
 
     load_all_chapters()
     wanted = [exercise_ids] if isinstance(exercise_ids, str) else list(exercise_ids)
-    return any(e not in REGISTRY or REGISTRY[e].steps_optimizers for e in wanted)
+    return any(e not in REGISTRY or REGISTRY[e].warm_compiler_stack for e in wanted)
 
 
 def _may_fork_the_forkserver() -> bool:

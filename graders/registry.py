@@ -42,7 +42,9 @@ class Exercise:
     chapter: str
     names: tuple[str, ...]
     module: str = ""
-    steps_optimizers: bool = False  # its checks step torch optimizers in the runner (graders.isolation.warm_up)
+    # Its checks use what imports torch's compiler stack on first use (torch._dynamo, sympy: 0.3-1 s), so the runners'
+    # forkserver imports it first (graders.isolation.warm_up): a torch optimizer, FakeTensorMode, gradcheck.
+    warm_compiler_stack: bool = False
     checks: list[Check] = dataclasses.field(default_factory=list)
 
     def check(self, points: int = 1) -> Callable[[CheckFunction], CheckFunction]:
@@ -88,11 +90,11 @@ def judge_only(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-def exercise(id: str, chapter: str, names: Iterable[str], *, steps_optimizers: bool = False) -> Exercise:
+def exercise(id: str, chapter: str, names: Iterable[str], *, warm_compiler_stack: bool = False) -> Exercise:
     if id in REGISTRY:
         raise ValueError(f"exercise {id!r} is defined twice")
     module = sys._getframe(1).f_globals.get("__name__", "")
-    REGISTRY[id] = Exercise(id, chapter, tuple(names), module, steps_optimizers=steps_optimizers)
+    REGISTRY[id] = Exercise(id, chapter, tuple(names), module, warm_compiler_stack=warm_compiler_stack)
     return REGISTRY[id]
 
 

@@ -29,7 +29,7 @@ from graders.registry import exercise
 from graders.student import Submission
 from graders.watch import torch_calls
 
-GELU = exercise("gelu_function", chapter="02_autograd", names=["GELUFunction"])
+GELU = exercise("gelu_function", chapter="02_autograd", names=["GELUFunction"], warm_compiler_stack=True)  # gradcheck
 
 _BETA = math.sqrt(2.0 / math.pi)
 _KAPPA = 0.044715

@@ -28,7 +28,7 @@ from graders.registry import exercise
 from graders.student import Submission
 
 ACCUMULATION = exercise("grad_accumulation", chapter="02_autograd", names=["train_with_accumulation"],
-                        steps_optimizers=True)
+                        warm_compiler_stack=True)
 _NAME = "train_with_accumulation"
 # 5 samples per micro-batch: a batch size that no accum_steps or number of micro-batches of the checks
 # equals, so "divided by the batch size" cannot be mistaken for another slip.

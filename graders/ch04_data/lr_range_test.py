@@ -37,7 +37,7 @@ from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
 LR_RANGE_TEST = exercise("lr_range_test", chapter="04_data", names=["lr_range_test", "suggest_lr"],
-                         steps_optimizers=True)
+                         warm_compiler_stack=True)
 
 DEFAULTS = dict(start_lr=1e-7, end_lr=10.0, num_iter=100, smooth=0.05, diverge_threshold=5.0)
 _LOSS_RTOL, _LOSS_ATOL = 1e-5, 1e-7

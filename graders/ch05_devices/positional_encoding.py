@@ -31,7 +31,8 @@ from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, 
 from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
-POSITIONAL_ENCODING = exercise("positional_encoding", chapter="05_devices", names=["PositionalEncoding"])
+POSITIONAL_ENCODING = exercise("positional_encoding", chapter="05_devices", names=["PositionalEncoding"],
+                               warm_compiler_stack=True)  # FakeTensorMode
 
 # What made a stray tensor, in the words the student wrote (torch.tensor(...) reaches dispatch as lift_fresh).
 MADE_BY = {"lift_fresh": "torch.tensor(...)", "scalar_tensor": "torch.scalar_tensor(...)", "arange": "torch.arange(...)",

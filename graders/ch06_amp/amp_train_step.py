@@ -26,7 +26,7 @@ from graders.outcomes import fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission
 
-AMP_TRAIN_STEP = exercise("amp_train_step", chapter="06_amp", names=["amp_train_step"], steps_optimizers=True)
+AMP_TRAIN_STEP = exercise("amp_train_step", chapter="06_amp", names=["amp_train_step"], warm_compiler_stack=True)
 
 NORM_RTOL = 1e-5
 LOSS_RTOL = 1e-6

@@ -29,7 +29,7 @@ from graders.student import Submission, expect_error
 
 GRADIENT_NORM_STUDY = exercise("gradient_norm_study", chapter="06_amp",
                                names=["total_grad_norm", "init_weights_", "grad_norm_study"],
-                               steps_optimizers=True)
+                               warm_compiler_stack=True)
 
 SCHEMES = ("xavier_uniform", "kaiming_normal", "ones")
 NORM_RTOL = 1e-5  # the specification's allowance against get_total_norm

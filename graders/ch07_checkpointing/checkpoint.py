@@ -46,7 +46,7 @@ from graders.student import Submission
 from graders.watch import file_events
 
 CHECKPOINT = exercise("checkpoint", chapter="07_checkpointing", names=["save_checkpoint", "load_checkpoint"],
-                      steps_optimizers=True)
+                      warm_compiler_stack=True)
 
 
 # ==================================================================================================

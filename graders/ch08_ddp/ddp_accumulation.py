@@ -37,7 +37,7 @@ from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 DDP_ACCUMULATION = exercise("ddp_accumulation", chapter="08_ddp", names=["ddp_accumulation_step"],
-                            steps_optimizers=True)
+                            warm_compiler_stack=True)
 
 RTOL, ATOL = 1e-5, 1e-6  # parameters after a step: float32 sums in another order differ in the last bits
 LOSS_RTOL = 1e-5
