@@ -6,11 +6,13 @@ the first once; a worker that started a process per submission paid both every t
 faster than serial (measured: 0.58x). A worker therefore starts once and then, for each student it is sent:
 
 1. autogrades the submission in-process through nbgrader's own API (``NbGraderAPI.autograde``, what the
-   formgrader calls), with the worker's private gradebook, autograded folder and IPC kernel sockets; the
-   kernels' check cells all use one judge, started once per worker (:class:`SharedJudge`);
-2. makes its grade of record (:func:`coursekit.record.grade_of_record`), each check in a process of its own
-   from the forkserver this worker forked before doing anything else, once it had imported what the
-   chapter's opening cell imports (:func:`coursekit.record.preload_opening_imports`);
+   formgrader calls), with the worker's private gradebook, autograded folder and IPC kernel sockets; each
+   kernel is forked from the worker's zygote, which has imported ipykernel and torch once
+   (:mod:`coursekit.kernelzygote`), and the kernels' check cells all use one judge, started once per worker
+   (:class:`SharedJudge`);
+2. makes its grade of record (:func:`coursekit.record.grade_of_record`) at the same time, in a thread, each check
+   in a process of its own from the forkserver this worker forked before doing anything else, once it had
+   imported what the chapter's opening cell imports (:func:`coursekit.record.preload_opening_imports`);
 3. replies with one JSON line.
 
 It reads one JSON request a line on stdin and writes one JSON reply a line on stdout, through copies of those
@@ -27,13 +29,15 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 
-def _config(root: Path, folder: Path, sockets: Path):
-    """The course's nbgrader configuration, with this worker's own gradebook, autograded folder and sockets."""
+def _config(root: Path, folder: Path, sockets: Path, *, forked_kernels: bool = False):
+    """The course's nbgrader configuration, with this worker's own gradebook, autograded folder and sockets (and
+    kernels forked from its zygote)."""
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -43,6 +47,8 @@ def _config(root: Path, folder: Path, sockets: Path):
                             "autograded_directory": str(folder / "autograded")},
         "KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")},
     }))
+    if forked_kernels:
+        config.merge(Config({"Execute": {"kernel_manager_class": "coursekit.kernelzygote.ZygoteKernelManager"}}))
     return config
 
 
@@ -73,6 +79,9 @@ class SharedJudge:
             time.sleep(0.01)  # it listens before importing torch: kernels then queue for it
 
 
+ZYGOTE_ENV = "COURSE_KERNEL_ZYGOTE"  # "0": every kernel launched as nbgrader launches it (to compare)
+
+
 def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, device: str | None, requests, replies) -> None:
     import nbformat
 
@@ -83,6 +92,13 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
     instructor = course.notebook(course.source, chapter)
     instructor_notebook = nbformat.read(str(instructor), as_version=4)
     checks_used = any(cell.checks for cell in record.graded_cells(instructor_notebook))
+    zygote = None
+    if hasattr(os, "fork") and os.environ.get(ZYGOTE_ENV) != "0":
+        from coursekit import kernelzygote
+
+        # Started first: it imports torch beside this process's own imports below.
+        zygote = kernelzygote.Zygote(sockets / "zygote", folder / "zygote.log", record.opening_imports(instructor_notebook))
+        kernelzygote.use(zygote)
     if checks_used:
         from graders.isolation import warm_up
 
@@ -91,29 +107,42 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
 
     from nbgrader.apps import NbGraderAPI
 
-    api = NbGraderAPI(config=_config(course.root, folder, sockets))
+    api = NbGraderAPI(config=_config(course.root, folder, sockets, forked_kernels=zygote is not None))
     judge = SharedJudge(sockets / "judge", folder / "judge.log") if checks_used else None
-    for line in requests:
-        request = json.loads(line)
-        student = request["student"]
-        reply: dict = {"student": student}
-        if request.get("autograde", True):
-            if judge is not None:
-                judge.ensure_running()
-            start = time.monotonic()
-            result = api.autograde(chapter, student, force=True, create=True)
-            text = result.get("log", "") + result.get("error", "")
-            (folder / f"{student}.log").write_text(text, encoding="utf-8")
-            reply.update(success=bool(result.get("success")), log=text[-8000:], autograde_s=time.monotonic() - start)
-        made = out / "records" / f"{student}.json"
-        try:
-            record.write_record(course.notebook(course.submitted, chapter, student), instructor, made, device=device)
-            reply["record_error"] = ""
-        except Exception:  # noqa: BLE001 - the record could not be made: said, and the worker goes on
-            made.unlink(missing_ok=True)
-            reply["record_error"] = traceback.format_exc(limit=3)[-2000:]
-        replies.write(json.dumps(reply) + "\n")
-        replies.flush()
+    try:
+        for line in requests:
+            request = json.loads(line)
+            student = request["student"]
+            reply: dict = {"student": student}
+            made = out / "records" / f"{student}.json"
+
+            def make_record(reply=reply, made=made, student=student) -> None:
+                try:
+                    record.write_record(course.notebook(course.submitted, chapter, student), instructor, made,
+                                        device=device)
+                    reply["record_error"] = ""
+                except Exception:  # noqa: BLE001 - the record could not be made: said, and the worker goes on
+                    made.unlink(missing_ok=True)
+                    reply["record_error"] = traceback.format_exc(limit=3)[-2000:]
+
+            # The record runs beside the kernel: they share nothing, and the kernel mostly waits (on its judge, or
+            # on a looping cell until nbgrader's cell timeout while the record's own time limit runs out).
+            recording = threading.Thread(target=make_record, name=f"record {student}")
+            recording.start()
+            if request.get("autograde", True):
+                if judge is not None:
+                    judge.ensure_running()
+                start = time.monotonic()
+                result = api.autograde(chapter, student, force=True, create=True)
+                text = result.get("log", "") + result.get("error", "")
+                (folder / f"{student}.log").write_text(text, encoding="utf-8")
+                reply.update(success=bool(result.get("success")), log=text[-8000:], autograde_s=time.monotonic() - start)
+            recording.join()
+            replies.write(json.dumps(reply) + "\n")
+            replies.flush()
+    finally:
+        if zygote is not None:
+            zygote.close()
 
 
 def main(argv: list[str] | None = None) -> int:

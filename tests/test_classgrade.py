@@ -292,6 +292,11 @@ def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_s
     # Every kernel that called the real check (all but disarms_check) used its worker's shared judge.
     judge_logs = list((tmp_path / ".classgrade" / "a1").rglob("judge.log"))
     assert sum(log.read_text().count(KERNEL_CONNECTED) for log in judge_logs) == len(TAMPERED) - 1
+    if hasattr(os, "fork"):  # and every kernel was forked from its worker's zygote (coursekit.kernelzygote)
+        student_logs = {p.stem: p.read_text() for p in (tmp_path / ".classgrade" / "a1").rglob("worker*/*.log")
+                        if p.stem in TAMPERED}
+        assert sorted(student_logs) == sorted(TAMPERED)
+        assert all("forked from the zygote" in text for text in student_logs.values()), student_logs
 
     with open(tmp_path / "reports" / "a1" / "scores.csv", newline="") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
