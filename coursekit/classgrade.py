@@ -18,9 +18,10 @@ the course root (where nbgrader_config.py is), after ``nbgrader generate_assignm
    memory; it ran out of time; nbgrader refused it) gets a notebook whose every graded cell shows the reason
    as an error: it scores 0 in the kernel, whatever an earlier run had recorded (nbgrader alone keeps the old
    scores when a kernel dies), and what its answers earn on record.
-4. **One writer.** ``nbgrader autograde --no-execute`` then reads every executed notebook into the instructor's
-   gradebook in a single process (it scores a notebook from its outputs exactly as the executing run does, so
-   the kernel's grades are those of a serial ``nbgrader autograde``). Where the record differs from the
+4. **One writer.** One thread of this process reads each executed notebook into the instructor's gradebook as
+   its worker finishes it, as ``nbgrader autograde --no-execute`` does and through nbgrader's own API
+   (:class:`GradebookWriter`): it scores a notebook from its outputs exactly as the executing run does, so the
+   kernel's grades are those of a serial ``nbgrader autograde``. Where the record differs from the
    kernel, the record is written as the cell's manual score, with a comment saying why; then the class report
    (:mod:`coursekit.classreport`) is written to ``reports/<CHAPTER>/``.
 
@@ -137,24 +138,6 @@ def _limits(memory_mb: int | None):
         resource.setrlimit(resource.RLIMIT_DATA, (memory_mb << 20, memory_mb << 20))
 
     return apply
-
-
-def _run(command: list[str], *, cwd: Path, env: dict[str, str], log: Path) -> int:
-    """Run a command (the merge's nbgrader) to its end, its output to ``log``; its return code."""
-    # nbgrader runs `alembic` by name: from this environment, even when it is not activated.
-    env = {**env, "PATH": os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])}
-    with open(log, "ab") as out:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            return process.wait()
-        except BaseException:  # Ctrl-C: leave nothing running
-            _kill_group(process)
-            raise
-
-
-def _nbgrader(*args: str, **options) -> int:
-    return _run([sys.executable, "-m", "nbgrader", *args], **options)
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -309,9 +292,11 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int = 1, jobs: int | None = None,
                 students: list[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                memory_mb: int | None = DEFAULT_MEMORY_MB, device: str | None = None, progress=print) -> Path:
+                memory_mb: int | None = DEFAULT_MEMORY_MB, device: str | None = None, progress=print,
+                on_graded=None) -> Path:
     """Grade every ``shards``-th submission from the ``shard``-th (all of them by default) into the shard's
-    folder, which it returns; the instructor's gradebook is only read."""
+    folder, which it returns; the instructor's gradebook is only read. ``on_graded(student)`` is called as each
+    submission's executed notebook and record are in that folder."""
     course = Course.load(root)
     names = submissions(course, chapter, students)[shard::shards]
     if not course.notebook(course.source, chapter).exists():
@@ -339,6 +324,8 @@ def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int =
                     free.append(pending.pop(future))
                     outcome = future.result()
                     outcomes[outcome.student] = outcome
+                    if on_graded is not None:
+                        on_graded(outcome.student)
                     notes = [outcome.detail] if outcome.detail else []
                     notes += [f"no grade of record: {outcome.record}"] if outcome.record else []
                     progress(f"[{len(outcomes)}/{len(names)}] {outcome.student}: {outcome.status} "
@@ -369,17 +356,56 @@ def _shard_folders(course: Course, chapter: str) -> list[Path]:
     return [course.root / ".classgrade" / chapter / "shards" / f"{k}-of-{shards}" for k in range(shards)]
 
 
-def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, progress=print):
-    """The single writer: every shard's executed notebooks into the gradebook (``nbgrader autograde
-    --no-execute``), then the grade of record where it differs, then the class report."""
+class GradebookWriter:
+    """The single writer to the instructor's gradebook: executed notebooks in, one student at a time, as
+    ``nbgrader autograde --no-execute`` reads them (it scores a notebook from its outputs as the executing run
+    does), through nbgrader's own API in this process. Grading a class on one machine feeds it each submission as
+    its worker finishes (:func:`grade_class`), so the gradebook fills while the others are still graded."""
+
+    def __init__(self, course: Course, chapter: str) -> None:
+        from nbgrader.apps import NbGraderAPI
+        from traitlets.config import Config
+        from traitlets.config.loader import PyFileConfigLoader
+
+        self.course, self.chapter = course, chapter
+        self.work = course.root / ".classgrade" / chapter
+        self.staging = self.work / "merged"  # submitted/ as nbgrader reads it: <student>/<chapter>/
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.staging.mkdir(parents=True)
+        self.log = self.work / "merge.log"
+        self.log.unlink(missing_ok=True)
+        # nbgrader runs `alembic` by name: from this environment, even when it is not activated.
+        os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(course.root)).load_config()
+        config.merge(Config({"CourseDirectory": {"root": str(course.root), "submitted_directory": str(self.staging)},
+                             "Execute": {"enabled": False}, "ClearOutput": {"enabled": False}}))
+        self.api = NbGraderAPI(config=config)
+        self.failed: list[str] = []
+
+    def add(self, executed: Path, student: str) -> None:
+        """Score ``student``'s executed notebook (the folder ``executed/<student>/<chapter>/``) into the gradebook."""
+        shutil.copytree(executed / student, self.staging / student, dirs_exist_ok=True)
+        result = self.api.autograde(self.chapter, student, force=True, create=True)
+        with open(self.log, "a", encoding="utf-8") as log:
+            log.write(result.get("log", "") + result.get("error", ""))
+        if not result.get("success"):
+            self.failed.append(student)
+
+    def check(self) -> None:
+        if self.failed:
+            raise SystemExit(f"merging {', '.join(self.failed)} into the gradebook failed; see {self.log}")
+
+
+def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, progress=print,
+          merged: tuple[GradebookWriter, set[str]] | None = None):
+    """The single writer: every shard's executed notebooks into the gradebook (:class:`GradebookWriter`; those in
+    ``merged`` are in already), then the grade of record where it differs, then the class report."""
     from coursekit import classreport
 
     course = Course.load(root)
     folders = folders if folders is not None else _shard_folders(course, chapter)
     work = course.root / ".classgrade" / chapter
-    staging = work / "merged"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
+    writer, done = merged if merged is not None else (None, set())
     outcomes: dict[str, Outcome] = {}
     (work / "records").mkdir(exist_ok=True)
     for folder in folders:
@@ -390,18 +416,16 @@ def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, 
             made = folder / "records" / f"{outcome.student}.json"
             kept = work / "records" / f"{outcome.student}.json"
             shutil.copy(made, kept) if made.exists() else kept.unlink(missing_ok=True)
-        if (folder / "executed").exists():
-            shutil.copytree(folder / "executed", staging, dirs_exist_ok=True)
+            if outcome.student not in done:
+                # Only the notebooks graded now are scored, so only their students' scores change.
+                writer = writer or GradebookWriter(course, chapter)
+                writer.add(folder / "executed", outcome.student)
     (work / "outcomes").mkdir(exist_ok=True)
     for outcome in outcomes.values():
         (work / "outcomes" / f"{outcome.student}.json").write_text(json.dumps(dataclasses.asdict(outcome)))
     if outcomes:
-        # Only the notebooks just graded are in the staging folder, so only their scores change.
-        code = _nbgrader("autograde", chapter, "--no-execute", "--force", f"--CourseDirectory.root={course.root}",
-                         f"--CourseDirectory.submitted_directory={staging}",
-                         cwd=course.root, env=dict(os.environ), log=work / "merge.log")
-        if code != 0:
-            raise SystemExit(f"merging into the gradebook failed; see {work / 'merge.log'}")
+        if writer is not None:
+            writer.check()
         write_records(course, chapter, sorted(outcomes), work)
     report = classreport.write(course, chapter, work)
     progress(report.summary())
@@ -466,12 +490,33 @@ def _failed_text(cell) -> str:
 def grade_class(root: str | Path, chapter: str, *, jobs: int | None = None, students: list[str] | None = None,
                 timeout: float = DEFAULT_TIMEOUT_S, memory_mb: int | None = DEFAULT_MEMORY_MB,
                 device: str | None = None, progress=print) -> list[Outcome]:
-    """Grade on this machine and merge: one shard of one."""
+    """Grade on this machine and merge: one shard of one, each submission written to the gradebook as it is graded
+    (by one thread of this process, the single writer)."""
     course = Course.load(root)
     shutil.rmtree(course.root / ".classgrade" / chapter / "shards", ignore_errors=True)
-    folder = grade_shard(root, chapter, jobs=jobs, students=students, timeout=timeout, memory_mb=memory_mb,
-                         device=device, progress=progress)
-    merge(root, chapter, [folder], progress=progress)
+    graded: queue.Queue = queue.Queue()
+    folder = shard_folder(course, chapter, 0, 1)
+    written: set[str] = set()
+    writers: list[GradebookWriter] = []
+
+    def write_as_graded() -> None:
+        writers.append(GradebookWriter(course, chapter))  # here: nbgrader's import runs beside the workers' start
+        while (student := graded.get()) is not None:
+            try:
+                writers[0].add(folder / "executed", student)
+                written.add(student)
+            except Exception:  # noqa: BLE001 - merge() scores it again, and says so if it fails again
+                pass
+
+    thread = threading.Thread(target=write_as_graded, name="gradebook writer", daemon=True)
+    thread.start()
+    try:
+        grade_shard(root, chapter, jobs=jobs, students=students, timeout=timeout, memory_mb=memory_mb,
+                    device=device, progress=progress, on_graded=graded.put)
+    finally:
+        graded.put(None)
+        thread.join()
+    merge(root, chapter, [folder], progress=progress, merged=(writers[0], written) if writers else None)
     return [Outcome(**o) for o in json.loads((folder / "shard.json").read_text())["outcomes"]]
 
 
