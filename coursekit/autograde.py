@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 from nbformat.v4 import new_output
 from nbgrader import utils
@@ -99,6 +100,7 @@ def judge_started_early(exercises: list[str]):
     hint = ["--exercises", ",".join(exercises)] if exercises else []
     judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", path, *hint], stdin=subprocess.PIPE,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    threading.Thread(target=judge.wait, daemon=True).start()  # collected when it ends, never waited for
     os.environ[SOCKET_ENV] = path  # the kernel inherits nbgrader's environment
     try:
         yield

@@ -82,6 +82,11 @@ class SharedJudge:
 ZYGOTE_ENV = "COURSE_KERNEL_ZYGOTE"  # "0": every kernel launched as nbgrader launches it (to compare)
 
 
+def kernelzygote_possible() -> bool:
+    """Linux only: a kernel must die with its zygote (PR_SET_PDEATHSIG), and macOS frameworks are not fork-safe."""
+    return hasattr(os, "fork") and sys.platform.startswith("linux")
+
+
 def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, device: str | None, requests, replies) -> None:
     import nbformat
 
@@ -93,7 +98,7 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
     instructor_notebook = nbformat.read(str(instructor), as_version=4)
     checks_used = any(cell.checks for cell in record.graded_cells(instructor_notebook))
     zygote = None
-    if hasattr(os, "fork") and os.environ.get(ZYGOTE_ENV) != "0":
+    if kernelzygote_possible() and os.environ.get(ZYGOTE_ENV) != "0":
         from coursekit import kernelzygote
 
         # Started first: it imports torch beside this process's own imports below.

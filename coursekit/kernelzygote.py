@@ -12,7 +12,9 @@ takes the environment, working folder and command line nbgrader gave it, a sessi
 its process group reaches it and its children, as for a launched kernel), ``/dev/null`` as stdin, and fresh seeds
 for Python's and NumPy's global generators, which a new interpreter seeds from the OS. Only the kernel command
 of this interpreter (``python -m ipykernel_launcher ...``) is forked; anything else is launched as usual, and so
-is every kernel where ``fork`` does not exist (Windows) or the zygote cannot answer.
+is every kernel off Linux (Windows has no ``fork``; on macOS a fork of a process that loaded Apple's frameworks
+is not safe, and nothing would end a kernel with its zygote), where the zygote cannot answer, and everywhere
+with ``COURSE_KERNEL_ZYGOTE=0`` (to compare).
 
 The worker (:mod:`coursekit.gradeworker`) starts the zygote and names it in nbgrader's configuration
 (``Execute.kernel_manager_class``): :class:`ZygoteKernelManager` asks it for each kernel. A zygote ends when
