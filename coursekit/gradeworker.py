@@ -25,6 +25,8 @@ it gets the worker's whole process group killed (kernel, checks and all), and a 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import json
 import os
 import subprocess
@@ -68,6 +70,30 @@ class SharedJudge:
         self.process: subprocess.Popen | None = None
         os.environ[SOCKET_ENV] = str(path)  # inherited by every kernel nbgrader starts from here
 
+    def start_forked(self) -> None:
+        """Become the judge in a fork of this worker, which has imported torch, the graders and torch's compiler
+        stack already (a new judge process imports them again: about 2.5 s of CPU per worker). Only while the
+        worker may be forked (:func:`graders.isolation.fork_is_safe`), before it starts its own forkserver."""
+        stop_reader, stop_writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.dup2(stop_reader, 0)  # closed by the worker (or its end): the judge ends
+                log = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                for name in os.listdir("/dev/fd"):  # the worker's protocol pipes above all: never the judge's
+                    if int(name) > 2:
+                        with contextlib.suppress(OSError):
+                            os.close(int(name))
+                from graders.judge_server import serve_shared
+
+                serve_shared(str(self.path))
+            finally:
+                os._exit(0)
+        os.close(stop_reader)
+        self.process = _ForkedChild(pid, os.fdopen(stop_writer, "wb"))
+
     def ensure_running(self) -> None:
         if self.process is not None and self.process.poll() is None:
             return
@@ -87,6 +113,24 @@ def kernelzygote_possible() -> bool:
     return hasattr(os, "fork") and sys.platform.startswith("linux")
 
 
+class _ForkedChild:
+    """A forked child, as much of a ``Popen`` as :class:`SharedJudge` uses."""
+
+    def __init__(self, pid: int, stdin) -> None:
+        self.pid, self.stdin, self.returncode = pid, stdin, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
 def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, device: str | None, requests, replies) -> None:
     import nbformat
 
@@ -104,16 +148,19 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
         # Started first: it imports torch beside this process's own imports below.
         zygote = kernelzygote.Zygote(sockets / "zygote", folder / "zygote.log", record.opening_imports(instructor_notebook))
         kernelzygote.use(zygote)
+    judge = SharedJudge(sockets / "judge", folder / "judge.log") if checks_used else None
     if checks_used:
-        from graders.isolation import warm_up
+        from graders.isolation import fork_is_safe, warm_up
 
         record.preload_opening_imports(instructor_notebook)  # inherited by every program's process
+        if fork_is_safe():
+            importlib.import_module("graders._preload")  # what the forkserver and the judge would import
+            judge.start_forked()
         warm_up()  # first, while this process has computed nothing and runs no thread (graders.isolation)
 
     from nbgrader.apps import NbGraderAPI
 
     api = NbGraderAPI(config=_config(course.root, folder, sockets, forked_kernels=zygote is not None))
-    judge = SharedJudge(sockets / "judge", folder / "judge.log") if checks_used else None
     try:
         for line in requests:
             request = json.loads(line)

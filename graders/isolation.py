@@ -253,6 +253,12 @@ def needs_compiler_stack(exercise_ids: str | Sequence[str]) -> bool:
     return any(e not in REGISTRY or REGISTRY[e].warm_compiler_stack for e in wanted)
 
 
+def fork_is_safe() -> bool:
+    """Whether this process may be forked into a warm child (the forkserver, or ``make grade``'s judge): one thread,
+    torch imported but no GPU, a Python whose multiprocessing layout :func:`warm_up` knows."""
+    return _may_fork_the_forkserver()
+
+
 def _may_fork_the_forkserver() -> bool:
     """Forking this process is safe: one thread, torch imported but no CUDA, multiprocessing's usual layout.
 

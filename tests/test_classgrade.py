@@ -373,3 +373,50 @@ def test_a_postgres_gradebook_is_copied_for_the_workers_and_written_by_the_merge
     classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lambda line: None)
     assert _scores(tmp_path, db_url=postgres_url) == {s: ANSWERS[s][1] for s in ("right", "dies", "hog")}
     assert not (tmp_path / "gradebook.db").exists(), "nothing went to a SQLite gradebook"
+
+
+_FORKED_JUDGE = """
+import os, sys, tempfile, time
+from pathlib import Path
+import graders
+from graders.isolation import fork_is_safe
+from coursekit.gradeworker import SharedJudge, _ForkedChild
+protocol_reader, protocol_writer = os.pipe()  # stands for the worker's pipes to the grading process
+folder = Path(tempfile.mkdtemp(prefix="fj"))
+judge = SharedJudge(folder / "judge", folder / "judge.log")
+print("fork safe:", fork_is_safe())
+judge.start_forked()
+print("forked:", isinstance(judge.process, _ForkedChild))
+held = {os.readlink(f"/proc/{judge.process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{judge.process.pid}/fd")}
+mine = {os.readlink(f"/proc/self/fd/{fd}") for fd in (protocol_reader, protocol_writer)}
+print("holds the worker's pipes:", bool(held & mine))
+namespace = {}
+exec(open(sys.argv[1]).read(), namespace)
+try:
+    graders.check("sliding_window", namespace, "contiguous_input")
+except AssertionError:
+    pass
+judge.process.stdin.close()  # the worker has gone
+deadline = time.monotonic() + 30
+while judge.process.poll() is None and time.monotonic() < deadline:
+    time.sleep(0.05)
+print("judge ended:", judge.process.poll() is not None)
+print("kernels served:", (folder / "judge.log").read_text().count("a kernel connected"))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_judge_forked_from_its_worker_serves_kernels_holds_none_of_its_pipes_and_ends_with_it():
+    """make grade's workers fork their judge (it then imports nothing again). The fork must not keep the worker's
+    pipes to the grading process open (a dead worker would then never be seen to die), and must end when the
+    worker does."""
+    answer = sorted((Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window").glob("correct_*.py"))[0]
+    done = subprocess.run([sys.executable, "-c", _FORKED_JUDGE, str(answer)], capture_output=True, text=True,
+                          timeout=120, env={**_env(), "COURSE_JUDGE_SOCKET": ""})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    if "fork safe: False" in out:
+        pytest.skip("this process may not be forked here (a GPU, or a Python whose multiprocessing is not known)")
+    assert "forked: True" in out and "holds the worker's pipes: False" in out, out
+    assert "PASS  sliding_window: contiguous_input" in out, out
+    assert "judge ended: True" in out and "kernels served: 1" in out, out
