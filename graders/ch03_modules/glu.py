@@ -668,7 +668,7 @@ def init_like_linear(student: Submission, device: torch.device) -> None:
                               got=f"{problems[0]}; values {show(v, 6)}", cause=cause)
     in_f, out_f = cases[-1]
     _expect_glu(seen, "fwd", f"GLU({in_f}, {out_f})", x, in_f, out_f,
-                "forward gives the wrong output (the initial weight and bias only matter through forward)", device)
+                "forward gives the wrong output (the initial weight and bias only matter through forward)", x.device)
 
 
 def _noncontiguous_2d(in_f: int, device: torch.device) -> list[torch.Tensor]:
