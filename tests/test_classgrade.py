@@ -387,6 +387,9 @@ judge = SharedJudge(folder / "judge", folder / "judge.log")
 print("fork safe:", fork_is_safe())
 judge.start_forked()
 print("forked:", isinstance(judge.process, _ForkedChild))
+deadline = time.monotonic() + 60
+while not (folder / "judge").exists() and time.monotonic() < deadline:  # it listens once it has closed them
+    time.sleep(0.01)
 held = {os.readlink(f"/proc/{judge.process.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{judge.process.pid}/fd")}
 mine = {os.readlink(f"/proc/self/fd/{fd}") for fd in (protocol_reader, protocol_writer)}
 print("holds the worker's pipes:", bool(held & mine))
