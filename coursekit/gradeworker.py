@@ -25,7 +25,6 @@ it gets the worker's whole process group killed (kernel, checks and all), and a 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import os
@@ -60,7 +59,8 @@ class SharedJudge:
     A kernel's own judge costs a second torch import per submission, about 3.6 s of CPU, where a whole
     autograde of one chapter-01 submission costs about 11. The kernels find this one through
     ``$COURSE_JUDGE_SOCKET``; it is in the worker's process group, so a time limit that stops the worker stops
-    it too. It is started on first use and again if it has died.
+    it too. Where the worker may be forked it is a fork of the worker, made at its start (:meth:`start_forked`);
+    otherwise, or if it has died, a new process started on use (:meth:`ensure_running`).
     """
 
     def __init__(self, path: Path, log: Path) -> None:
@@ -82,11 +82,10 @@ class SharedJudge:
                 log = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 os.dup2(log, 1)
                 os.dup2(log, 2)
-                for name in os.listdir("/dev/fd"):  # the worker's protocol pipes above all: never the judge's
-                    if int(name) > 2:
-                        with contextlib.suppress(OSError):
-                            os.close(int(name))
+                from graders.isolation import close_descriptors_except
                 from graders.judge_server import serve_shared
+
+                close_descriptors_except({0, 1, 2})  # the worker's protocol pipes above all: never the judge's
 
                 serve_shared(str(self.path))
             finally:

@@ -253,6 +253,15 @@ def needs_compiler_stack(exercise_ids: str | Sequence[str]) -> bool:
     return any(e not in REGISTRY or REGISTRY[e].warm_compiler_stack for e in wanted)
 
 
+def close_descriptors_except(keep: set[int]) -> None:
+    """In a fork that becomes another program (the forkserver, make grade's judge): close every inherited file
+    descriptor but ``keep``, so that the parent's pipes close when the parent ends."""
+    for name in os.listdir("/dev/fd"):
+        if int(name) not in keep:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+
+
 def fork_is_safe() -> bool:
     """Whether this process may be forked into a warm child (the forkserver, or ``make grade``'s judge): one thread,
     torch imported but no GPU, a Python whose multiprocessing layout :func:`warm_up` knows."""
@@ -300,11 +309,7 @@ def _forkserver_started_by_fork():
         pid = os.fork()
         if pid == 0:
             try:
-                keep = {0, 1, 2, listener_fd, alive_r}
-                for name in os.listdir("/dev/fd"):
-                    if int(name) not in keep:
-                        with contextlib.suppress(OSError):
-                            os.close(int(name))
+                close_descriptors_except({0, 1, 2, listener_fd, alive_r})
                 forkserver.main(listener_fd, alive_r, [m for m in preload if m != "__main__"])
             finally:
                 os._exit(0)
