@@ -255,11 +255,46 @@ def needs_compiler_stack(exercise_ids: str | Sequence[str]) -> bool:
 
 def close_descriptors_except(keep: set[int]) -> None:
     """In a fork that becomes another program (the forkserver, make grade's judge): close every inherited file
-    descriptor but ``keep``, so that the parent's pipes close when the parent ends."""
+    descriptor but ``keep``, so that the parent's pipes close when the parent ends; then forget what still
+    writes to the closed ones.
+
+    A closed descriptor's number is soon reused (by a runner's connection to the judge, above all), and the
+    parent's Python objects outlive the fork: a logging handler of the parent's (pytest's log file, say) whose
+    stream was one of them would write its records into that connection. Under TORCH_DISTRIBUTED_DEBUG=DETAIL
+    every collective logs a DEBUG record, so a rank's log lines landed inside its reply and the judge waited
+    forever for a message of 1.1 GB ("DEBU" read as a length). Those handlers are removed, and faulthandler
+    (which pytest points at a descriptor of its own) is turned off.
+    """
     for name in os.listdir("/dev/fd"):
         if int(name) not in keep:
             with contextlib.suppress(OSError):
                 os.close(int(name))
+    _forget_closed_descriptors()
+
+
+def _forget_closed_descriptors() -> None:
+    import faulthandler
+    import logging
+
+    def closed(handler: logging.Handler) -> bool:
+        stream = getattr(handler, "stream", None)
+        if stream is None:
+            return False
+        try:
+            os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return not isinstance(stream, io.StringIO)  # an in-memory stream writes nowhere else
+        return False
+
+    loggers = [logging.getLogger()] + [x for x in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(x, logging.Logger)]
+    for logger in loggers:
+        for handler in [h for h in logger.handlers if closed(h)]:
+            logger.removeHandler(handler)
+    faulthandler.disable()
+    for name, fd in (("stdout", 1), ("stderr", 2)):  # pytest's capture file, for one
+        if closed(logging.StreamHandler(getattr(sys, name))):
+            setattr(sys, name, open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False))
 
 
 def fork_is_safe() -> bool:
@@ -506,13 +541,18 @@ class Runner:
         notes, self.notes = self.notes, []
         return notes
 
-    def close(self) -> list[str]:
-        """Stop the runner and whatever it started; return the notes not yet taken (printed output, warnings)."""
+    def close(self, *, at_once: bool = False) -> list[str]:
+        """Stop the runner and whatever it started; return the notes not yet taken (printed output, warnings).
+
+        It is given half a second to end on its own (what the student's code started is cleaned up as a program
+        ending does), or, ``at_once``, killed: a rank whose run is over has nothing left to say.
+        """
         with contextlib.suppress(Exception):
             self._conn.close()
         with contextlib.suppress(Exception):
             self._alive.close()
-        self.process.join(0.5)
+        if not at_once:
+            self.process.join(0.5)
         self.kill()
         self.process.join(5)
         with contextlib.suppress(Exception):

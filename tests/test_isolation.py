@@ -209,3 +209,49 @@ def test_the_forkserver_never_asks_for_a_gpu_where_one_exists(monkeypatch):
                           env={**os.environ, "COURSE_RUNNER_WARM_OPTIMIZERS": "0"})
     assert done.returncode == 0, done.stderr
     assert "device counts: 0" in done.stdout, done.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forking a warm process is for systems that fork (not Windows)")
+def test_a_warm_fork_forgets_the_parents_writers_to_descriptors_it_closed(tmp_path):
+    """The forkserver and make grade's judge are forks that close what they inherited. The parent's logging
+    handlers outlive that: one writing to a closed descriptor wrote into whatever reused its number next, a
+    runner's connection to the judge above all (under xdist a rank's DEBUG records, from pytest's log file handler,
+    became a 1.1 GB message length and the judge waited forever)."""
+    import logging
+    import socket
+
+    from graders.isolation import close_descriptors_except
+
+    parents_log = open(tmp_path / "parent.log", "w")
+    handler = logging.StreamHandler(parents_log)
+    logger = logging.getLogger("course-test-inherited")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            close_descriptors_except({0, 1, 2, result_w})
+            mine, theirs = socket.socketpair()
+            os.dup2(mine.fileno(), parents_log.fileno())  # a new connection that got the closed log file's number
+            logger.debug("DEBUG a record of the parent's handler")
+            theirs.setblocking(False)
+            try:
+                leaked = theirs.recv(100)
+            except BlockingIOError:
+                leaked = b""
+            os.write(result_w, b"clean" if not leaked and handler not in logger.handlers else b"leaked: " + leaked)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(result_w)
+    try:
+        _, status = os.waitpid(pid, 0)
+        reply = os.read(result_r, 200)
+    finally:
+        os.close(result_r)
+        logger.removeHandler(handler)
+        parents_log.close()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert reply == b"clean", reply
