@@ -74,6 +74,12 @@ def chatty(t):
     print(f"hello from rank {dist.get_rank()}")
     dist.all_reduce(t)
     return t
+
+
+def no_newline(t):
+    print(f"unfinished line on rank {dist.get_rank()}", end="")
+    dist.all_reduce(t)
+    return t
 '''
 NAMES = ["average"]
 TWO = [("average", 1.0), ("average", 3.0)]
@@ -197,6 +203,18 @@ def test_through_the_checks_submission_handle(answer):
         assert run.passed
         assert "rank 0: your code printed: hello from rank 0" in runner.notes
         assert "rank 1: your code printed: hello from rank 1" in runner.notes
+    finally:
+        runner.close()
+
+
+def test_what_a_rank_printed_without_a_newline_is_a_note_too(answer, leftovers):
+    """The ranks are killed once every rank has answered: a line still in a rank's buffer is written before that."""
+    runner = Runner(answer, seed=7, device="cpu", limits=Limits(timeout=5))
+    try:
+        runner.ready()
+        assert ranks.run_on_ranks(Submission(runner), demos.call_on_rank, 2, args("no_newline")).passed
+        assert "rank 0: your code printed: unfinished line on rank 0" in runner.notes
+        assert "rank 1: your code printed: unfinished line on rank 1" in runner.notes
     finally:
         runner.close()
 
