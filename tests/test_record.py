@@ -171,6 +171,18 @@ def test_the_opening_cells_imports_are_found_in_order_without_running_the_cell()
     assert record.opening_imports(new_notebook(cells=[new_code_cell("import (")])) == []
 
 
+def test_an_opening_that_imports_coursekit_also_preloads_what_start_chapter_imports():
+    """start_chapter imports matplotlib itself: a process forked from a worker that had not imported it paid 0.1 s
+    for it in every check of the grade of record (every rank of chapter 08's)."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from coursekit import START_CHAPTER_IMPORTS
+
+    nb = new_notebook(cells=[new_code_cell("import torch\nfrom coursekit import start_chapter\nstart_chapter('x')")])
+    assert record.opening_imports(nb) == ["torch", "coursekit", *START_CHAPTER_IMPORTS]
+    assert "matplotlib" in START_CHAPTER_IMPORTS
+
+
 def test_preloading_imports_what_loads_and_skips_what_does_not():
     import sys
 

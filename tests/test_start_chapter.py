@@ -66,3 +66,21 @@ def test_start_chapter_turns_deterministic_mode_off_unless_asked(capsys):
         assert not torch.are_deterministic_algorithms_enabled()  # a re-run opening starts from the same state
     finally:
         coursekit.set_deterministic(False)
+
+
+def test_figures_get_the_course_style_except_while_autograding():
+    """Autograding runs no demonstration cell, so nothing is drawn: the opening does not import matplotlib then
+    (0.1 s of every submission's kernel). Validating runs every cell, plots included, in the course's style."""
+    code = """
+        import sys
+        from coursekit import start_chapter
+        start_chapter("00_test", device="cpu")
+        if "matplotlib" in sys.modules:
+            import matplotlib
+            print("dpi", matplotlib.rcParams["figure.dpi"])
+        else:
+            print("no matplotlib")
+    """
+    assert "no matplotlib" in _in_a_fresh_interpreter(code, NBGRADER_EXECUTION="autograde")
+    assert "dpi 110" in _in_a_fresh_interpreter(code, NBGRADER_EXECUTION="validate")
+    assert "dpi 110" in _in_a_fresh_interpreter(code)
