@@ -371,6 +371,7 @@ class Runner:
         self._ready = False
         self.notes: list[str] = []
         self.saw_not_written = False  # the student's code raised NotImplementedError (reset by the judge)
+        self.kept: dict[Any, Any] = {}  # runners kept for this one's later checks (graders.ranks): closed with it
         self._offsets: dict[str, int] = {}
         fd_out, self._stdout_path = tempfile.mkstemp(prefix="course-check-", suffix=".out")
         fd_err, self._stderr_path = tempfile.mkstemp(prefix="course-check-", suffix=".err")
@@ -547,6 +548,9 @@ class Runner:
         It is given half a second to end on its own (what the student's code started is cleaned up as a program
         ending does), or, ``at_once``, killed: a rank whose run is over has nothing left to say.
         """
+        for kept in self.kept.values():
+            kept.close()
+        self.kept.clear()
         with contextlib.suppress(Exception):
             self._conn.close()
         with contextlib.suppress(Exception):
@@ -897,19 +901,10 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
     _warm_up_device(setup["device"])
     _send(conn, "started", wire.encode(None), notes)
     try:
-        namespace, files = _load(setup)
-        missing = [n for n in setup["names"] if n not in namespace]
-        if missing:
-            raise StudentRaised(StudentError(
-                "missing", "define " + " and ".join(f"`{n}`" for n in missing) +
-                (": the exercise expects " + ("these names" if len(missing) > 1 else "this name") +
-                 f", and {setup['label']} has no such name")))
-        if not setup["instructor"] and (forbidden := _reference_used(namespace)):
-            raise StudentRaised(forbidden)
+        namespace, student = _load_checked(setup)
     except StudentRaised as exc:
         _send(conn, "student_error", dataclasses.asdict(exc.error), notes)
         return
-    student = RunnerStudent(namespace, files, setup["label"])
     _send(conn, "ready", wire.encode(None), notes)
     device = setup["device"]
     while True:
@@ -917,6 +912,15 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             message = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
+        if message[0] == "reload":  # a kept rank's next run (graders.ranks): the answer loaded afresh, as a new
+            _reset_global_state(message[1])  # runner loads it, so no state of the student's outlives a check
+            try:
+                namespace, student = _load_checked(setup)
+            except StudentRaised as exc:
+                _send(conn, "student_error", dataclasses.asdict(exc.error), notes)
+                return
+            _send(conn, "ready", wire.encode(None), student.notes)
+            continue
         try:
             reply = _serve(student, message, device)
             if not setup["instructor"] and (forbidden := _reference_used(namespace)):
@@ -928,6 +932,20 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             _send(conn, "failed", str(exc), student.notes)
         except BaseException:  # noqa: BLE001 - a broken scenario is the grader's bug, reported as such
             _send(conn, "grader_error", traceback.format_exc(limit=-6), student.notes)
+
+
+def _load_checked(setup: dict) -> tuple[dict[str, Any], RunnerStudent]:
+    """The student's code loaded, with the exercise's names defined and no reference answer used."""
+    namespace, files = _load(setup)
+    missing = [n for n in setup["names"] if n not in namespace]
+    if missing:
+        raise StudentRaised(StudentError(
+            "missing", "define " + " and ".join(f"`{n}`" for n in missing) +
+            (": the exercise expects " + ("these names" if len(missing) > 1 else "this name") +
+             f", and {setup['label']} has no such name")))
+    if not setup["instructor"] and (forbidden := _reference_used(namespace)):
+        raise StudentRaised(forbidden)
+    return namespace, RunnerStudent(namespace, files, setup["label"])
 
 
 def _warm_up_device(device: str) -> None:

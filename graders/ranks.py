@@ -237,16 +237,20 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
     if timeout:  # a rank waiting for one that never comes says so before the deadline stops them both
         collective_timeout = min(collective_timeout, timeout / 2)
     workdir = tempfile.mkdtemp(prefix="course-ranks-")
-    runners: list[_RankRunner] = []
+    owner = _owner(student)
+    key = (world_size, backend, tuple(devices))
+    runners: list[_RankRunner] = _reuse(owner, key, seed)
+    outcomes: list[tuple] = []
     try:
         rendezvous = f"file://{Path(workdir, 'rendezvous').as_posix()}"
         env_base = {**DEBUG_ENV, **loopback_env(), "WORLD_SIZE": str(world_size)}
         if backend == "nccl":
             env_base["TORCH_NCCL_BLOCKING_WAIT"] = "1"  # a timed-out NCCL collective raises, not aborts
-        with _START_LOCK:
-            for r in range(world_size):
-                env = {**env_base, "RANK": str(r), "LOCAL_RANK": str(r)}
-                runners.append(_RankRunner(source, seed=seed, device=devices[r], limits=limits, env=env))
+        if not runners:
+            with _START_LOCK:
+                for r in range(world_size):
+                    env = {**env_base, "RANK": str(r), "LOCAL_RANK": str(r)}
+                    runners.append(_RankRunner(source, seed=seed, device=devices[r], limits=limits, env=env))
         for runner in runners:  # they load at the same time; a load error is the same on every rank
             runner.ready()
         messages = []
@@ -261,9 +265,12 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
         outcomes = _send_all_and_collect(runners, messages, timeout)
         seconds = time.monotonic() - start
     finally:
-        run_notes = _close_all(runners)
-        logs = [_read_log(Path(workdir, f"rank{r}.log")) for r in range(world_size)]
-        shutil.rmtree(workdir, ignore_errors=True)
+        if owner is not None and _every_rank_returned(outcomes, runners):
+            run_notes = _keep(owner, key, runners, workdir)
+        else:
+            run_notes = _close_all(runners)
+            workdir = _removed(workdir)
+        logs = [_read_log(Path(workdir, f"rank{r}.log")) if workdir else "" for r in range(world_size)]
     run = _assemble(outcomes, world_size, backend, devices, run_notes, logs, seconds)
     if notes_sink is not None:
         for note in run.notes:
@@ -275,6 +282,8 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
 class _RankRunner(Runner):
     """A runner that can also be sent a request only when idle, and asked whether a reply is waiting
     (``send``, ``receive`` and ``waitables`` come from :class:`Runner`)."""
+
+    sent_end = False  # told to run the end-of-run collective and leave the group; its reply is not read yet
 
     def send_quietly(self, message: tuple) -> bool:
         """Send when the runner is alive and idle; True when sent."""
@@ -292,9 +301,83 @@ class _RankRunner(Runner):
         except (OSError, EOFError, ValueError):
             return True
 
-    def receive(self) -> Any:
-        """The reply (already there, or the runner is gone: then how it ended is raised)."""
-        return self._receive(START_TIMEOUT_S, waiting_for=None)
+    def receive(self, timeout: float | None = START_TIMEOUT_S) -> Any:
+        """The reply (in a run: already there, or the runner is gone: then how it ended is raised)."""
+        return self._receive(timeout, waiting_for=None)
+
+
+# A check's ranks are kept for its exercise's next run of as many ranks: a rank's process costs about 0.04 s of
+# CPU to fork, load the answer and tear down, and chapter 08 makes 10 runs of 2-3 ranks per exercise pass, twice
+# per submission under make grade (its kernel, then its grade of record). They are kept only when every rank's
+# scenario returned and the ranks then left the group together; the next run resets each one's torch state and
+# seeds and loads the answer afresh (a module-level flag or cache of the student's must not carry a check's state
+# into the next: fixtures bug_only_first_call and bug_caches_group_size), then joins a fresh group. Anything else
+# (an error, a timeout, a crash, a rank that could not leave) ends them. They end with the check's runner.
+LEAVE_TIMEOUT_S = 5.0  # for a kept world's ranks to have left the last group
+
+
+@dataclasses.dataclass
+class _KeptWorld:
+    runners: list["_RankRunner"]
+    workdir: str  # the last run's rendezvous, removed once the ranks have left it
+
+    def close(self) -> None:
+        _close_all(self.runners)
+        _removed(self.workdir)
+
+
+def _owner(student: Any) -> Runner | None:
+    runner = getattr(student, "_runner", None)
+    return runner if isinstance(runner, Runner) and not isinstance(runner, _RankRunner) else None
+
+
+def _every_rank_returned(outcomes: list[tuple], runners: list["_RankRunner"]) -> bool:
+    return (len(outcomes) == len(runners) > 0 and all(kind == "ok" and body.get("status") == "ok" for kind, body in outcomes)
+            and all(runner.alive for runner in runners))
+
+
+def _keep(owner: Runner, key: tuple, runners: list["_RankRunner"], workdir: str) -> list[list[str]]:
+    """Every rank leaves the group (the end-of-run collective, all together) and waits for the next run."""
+    for runner in runners:
+        if not runner.sent_end and not runner.send_quietly(_END_MESSAGE):
+            _close_all(runners)
+            _removed(workdir)
+            return [[] for _ in runners]
+        runner.sent_end = True
+    previous = owner.kept.pop(key, None)
+    if previous is not None:
+        previous.close()
+    owner.kept[key] = _KeptWorld(runners, workdir)
+    return [runner.take_notes() for runner in runners]
+
+
+def _reuse(owner: Runner | None, key: tuple, seed: int) -> list["_RankRunner"]:
+    """The ranks kept for ``key``, once each has left the last group and been reset and seeded; [] when none are
+    kept or one of them is not fit to go on (then they are all ended)."""
+    world = owner.kept.pop(key, None) if owner is not None else None
+    if world is None:
+        return []
+    try:
+        for runner in world.runners:
+            left = runner._receive(LEAVE_TIMEOUT_S, waiting_for="leaving the process group")
+            runner.take_notes()  # what leaving printed belongs to no check
+            if left is not True:
+                raise GraderBroke("a rank could not leave its process group")
+            runner.sent_end = False
+        for runner in world.runners:  # all at once: torch's state reset, seeded, the answer loaded afresh
+            runner.send(("reload", seed))
+        for runner in world.runners:
+            runner.receive(LEAVE_TIMEOUT_S)
+    except (StudentCodeError, GraderBroke, CheckFailed):
+        world.close()
+        return []
+    _removed(world.workdir)
+    return world.runners
+
+
+def _removed(workdir: str) -> str:
+    shutil.rmtree(workdir, ignore_errors=True)
+    return ""
 
 
 def _student_parts(student: Any, limits: Limits | None) -> tuple[StudentSource, Limits, list[str] | None]:
@@ -363,7 +446,7 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
             except GraderBroke as exc:
                 outcomes[r] = ("grader", str(exc).strip())
             if len(pending) > 0:  # a rank may still wait in a collective that only this rank's end unblocks
-                runners[r].send_quietly(_END_MESSAGE)
+                runners[r].sent_end = runners[r].send_quietly(_END_MESSAGE)
     return outcomes  # type: ignore[return-value]
 
 
@@ -582,8 +665,9 @@ def _flush_output() -> None:
             stream.flush()
 
 
-def _rank_end(student: RunnerStudent) -> None:
-    """After the scenario: the end-of-run collective, then leave the group.
+def _rank_end(student: RunnerStudent) -> bool:
+    """After the scenario: the end-of-run collective, then leave the group. True when both went well (the rank
+    may then serve the next run).
 
     The end-of-run collective unblocks (with a clear mismatch) a rank that waits in a collective this rank
     never called; its own failure says nothing about this rank, so it is ignored.
@@ -591,16 +675,23 @@ def _rank_end(student: RunnerStudent) -> None:
     import torch.distributed as dist
 
     global _LOGS
+    clean = True
     try:
         if dist.is_initialized():
             device = "cuda" if dist.get_backend() == "nccl" else "cpu"
-            with contextlib.suppress(Exception):
+            try:
                 dist.all_reduce(torch.zeros(END_OF_RUN_SHAPE, dtype=torch.int32, device=device))
                 if device == "cuda":
                     torch.cuda.synchronize()
-            with contextlib.suppress(Exception):
+            except Exception:  # noqa: BLE001 - another rank's doing (see above)
+                clean = False
+            try:
                 dist.destroy_process_group()
+            except Exception:  # noqa: BLE001
+                clean = False
+        return clean and not dist.is_initialized()
     finally:
+        _flush_output()
         if _LOGS is not None:
             _LOGS.stop()
             _LOGS = None

@@ -76,6 +76,16 @@ def chatty(t):
     return t
 
 
+CALLS = 0
+
+
+def counts_calls(t):
+    global CALLS
+    CALLS += 1
+    dist.all_reduce(t)
+    return t * CALLS
+
+
 def no_newline(t):
     print(f"unfinished line on rank {dist.get_rank()}", end="")
     dist.all_reduce(t)
@@ -217,6 +227,32 @@ def test_what_a_rank_printed_without_a_newline_is_a_note_too(answer, leftovers):
         assert "rank 1: your code printed: unfinished line on rank 1" in runner.notes
     finally:
         runner.close()
+
+
+def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer):
+    """Ranks are kept for the exercise's next run of as many ranks once every rank returned: the same processes,
+    but the student's module state loaded afresh (a counter the answer keeps starts again at every run)."""
+    runner = Runner(answer, seed=7, device="cpu", limits=Limits(timeout=5))
+    try:
+        runner.ready()
+        student = Submission(runner)
+        first = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("counts_calls")).values()
+        second = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("counts_calls")).values()
+        assert [r["pid"] for r in second] == [r["pid"] for r in first], "the kept ranks served the second run"
+        assert [r["out"].tolist() for r in second] == [[4.0] * 4] * 2, "the answer's counter must start afresh"
+        three = ranks.run_on_ranks(student, demos.call_on_rank, 3, args("average", (1.0, 2.0, 3.0))).values()
+        assert not {r["pid"] for r in three} & {r["pid"] for r in first}, "another size is another world"
+        failed = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("raise_on_one"))
+        assert not failed.passed
+        after = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
+        assert not {r["pid"] for r in after} & {r["pid"] for r in first}, "ranks that failed are never kept"
+        kept = [r["pid"] for r in after + three]
+    finally:
+        runner.close()
+    deadline = time.monotonic() + 5.0
+    while any(alive(pid) for pid in kept) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(alive(pid) for pid in kept), "kept ranks end with the check's runner"
 
 
 # -- what goes wrong, on which rank --------------------------------------------------------------------
