@@ -519,6 +519,12 @@ class Runner:
         """Loaded and still usable for another check (not timed out, crashed or exited)."""
         return self._ready and self._dead is None and self.process.is_alive()
 
+    def reload(self, seed: int) -> None:
+        """Serve another request for the same answer: torch's state reset and seeded, and the answer loaded afresh
+        (as a new runner loads it) in this process. Raises StudentCodeError when it cannot be (then close it)."""
+        self.send(("reload", seed))
+        self._receive(self.limits.timeout, waiting_for="loading your code")
+
     def reset(self, seed: int) -> None:
         """Prepare a used runner for the next check: torch's global state back to its defaults, seeds set."""
         self.request(("reset", seed), timeout=max(self.limits.timeout or 0, 10.0))

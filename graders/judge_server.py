@@ -163,10 +163,11 @@ def _answerer(*, shared: bool = False, exercises: list[str] | None = None):
     import torch
 
     from graders.isolation import Limits
-    from graders.judge import run_checks
+    from graders.judge import KeptRunner, run_checks
     from graders.registry import get_exercise
 
     instructor_here = os.environ.get("COURSE_INSTRUCTOR") == "1"
+    kept = KeptRunner()  # an exercise's check cells send the same answer one after another
 
     def answer(body: bytes) -> bytes:
         try:
@@ -175,7 +176,7 @@ def _answerer(*, shared: bool = False, exercises: list[str] | None = None):
             instructor = bool(request["instructor"]) and (instructor_here or not shared)
             limits = Limits(timeout=request["timeout"], memory_mb=request["memory_mb"], instructor=instructor)
             report = run_checks(exercise, request["source"], torch.device(request["device"]), request["checks"],
-                                limits=limits, load_error=request["load_error"])
+                                limits=limits, load_error=request["load_error"], keep=kept)
             reply = {"report": report_to_json(report)}
         except Exception as exc:  # noqa: BLE001 - reported to the kernel as the grader's failure
             reply = {"error": f"{type(exc).__name__}: {exc}"}

@@ -234,3 +234,46 @@ def test_a_singledispatch_answer_from_a_notebook_is_copied_with_its_registration
                  "/tmp/ipykernel_1/1.py", "exec"), namespace)
     copied = cloudpickle.loads(_pickle_answers({"size": namespace["size"]}))["size"]
     assert copied([1, [2, 3], []]) == 3 and copied("a") == 1
+
+
+def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afresh(monkeypatch):
+    """A notebook's check cells send the same answer one after another: the judge server keeps the runner, and
+    loads the answer afresh in it for the next request (a counter the answer keeps starts again), while another
+    answer gets a runner of its own."""
+    from graders import judge
+
+    started: list = []
+
+    class Counting(judge.Runner):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self.process.pid)
+
+    monkeypatch.setattr(judge, "Runner", Counting)
+    counting = "calls = []\n\ndef double(x):\n    calls.append(1)\n    return x * 2 * len(calls)\n"
+    namespace: dict = {}
+    exec(compile(counting, "/tmp/ipykernel_0/counting.py", "exec"), namespace)
+    keep = judge.KeptRunner()
+    try:
+        for _ in range(3):
+            source = StudentSource.from_namespace(namespace, DEMO.names)
+            report = run_checks(DEMO, source, torch.device("cpu"), limits=Limits(timeout=5), keep=keep)
+            assert report.passed, report.as_text()  # a second call (leaked state) would return 4 * x
+        assert len(started) == 1, "the same answer's requests were served by one runner"
+        other: dict = {}
+        exec(compile("def double(x):\n    return x + x\n", "/tmp/ipykernel_0/other.py", "exec"), other)
+        assert run_checks(DEMO, StudentSource.from_namespace(other, DEMO.names), torch.device("cpu"),
+                          limits=Limits(timeout=5), keep=keep).passed
+        assert len(started) == 2 and _ended(started[0]), "another answer: the kept runner ends"
+    finally:
+        keep.close()
+    assert _ended(started[1])
+
+
+def _ended(pid: int) -> bool:
+    from tests.processes import alive
+
+    deadline = time.monotonic() + 5.0
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not alive(pid)
