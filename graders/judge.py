@@ -81,8 +81,7 @@ class KeptRunner:
             return None
         if kept_key == key and runner.alive:
             try:
-                runner.reload(seed)
-                runner.take_notes()  # what loading printed was reported with the request that first loaded it
+                runner.reload(seed)  # what loading prints is reported again, as a new runner's would be
                 return runner
             except (StudentCodeError, GraderBroke):
                 pass

@@ -31,7 +31,9 @@ How a run is set up, and why:
   0.07 s per run, and chapter 08's checks make 10 runs per exercise pass;
 - torch's own C++ log lines (``[rank0]:[E… ProcessGroupGloo.cpp…]``) go to a per-rank file of the run
   (:attr:`RankRun.logs`), not to the student's notes; what the student's code prints is still reported;
-- whatever happens, every runner is killed and the temporary directory removed before returning.
+- a run's ranks are killed and its temporary directory removed before returning, except where a check's ranks
+  all returned: then they are kept for that exercise's next run (see ``_KeptWorld``), and end with the check's
+  runner at the latest.
 
 What comes back is a :class:`RankRun`: per rank, the scenario's observations or the reason it has none
 (a :class:`StudentError` that names the rank, what was raised and the student's own line; a timeout; a
