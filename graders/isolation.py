@@ -276,8 +276,7 @@ def _forget_closed_descriptors() -> None:
     import faulthandler
     import logging
 
-    def closed(handler: logging.Handler) -> bool:
-        stream = getattr(handler, "stream", None)
+    def closed(stream: Any) -> bool:
         if stream is None:
             return False
         try:
@@ -289,11 +288,11 @@ def _forget_closed_descriptors() -> None:
     loggers = [logging.getLogger()] + [x for x in logging.Logger.manager.loggerDict.values()
                                        if isinstance(x, logging.Logger)]
     for logger in loggers:
-        for handler in [h for h in logger.handlers if closed(h)]:
+        for handler in [h for h in logger.handlers if closed(getattr(h, "stream", None))]:
             logger.removeHandler(handler)
     faulthandler.disable()
     for name, fd in (("stdout", 1), ("stderr", 2)):  # pytest's capture file, for one
-        if closed(logging.StreamHandler(getattr(sys, name))):
+        if closed(getattr(sys, name)):
             setattr(sys, name, open(fd, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False))
 
 

@@ -342,9 +342,9 @@ def _keep(owner: Runner, key: tuple, runners: list["_RankRunner"], workdir: str)
     """Every rank leaves the group (the end-of-run collective, all together) and waits for the next run."""
     for runner in runners:
         if not runner.sent_end and not runner.send_quietly(_END_MESSAGE):
-            _close_all(runners)
+            notes = _close_all(runners)
             _removed(workdir)
-            return [[] for _ in runners]
+            return notes
         runner.sent_end = True
     previous = owner.kept.pop(key, None)
     if previous is not None:
@@ -361,7 +361,7 @@ def _reuse(owner: Runner | None, key: tuple, seed: int) -> list["_RankRunner"]:
         return []
     try:
         for runner in world.runners:
-            left = runner._receive(LEAVE_TIMEOUT_S, waiting_for="leaving the process group")
+            left = runner.receive(LEAVE_TIMEOUT_S)
             runner.take_notes()  # what leaving printed belongs to no check
             if left is not True:
                 raise GraderBroke("a rank could not leave its process group")

@@ -4,6 +4,7 @@ range-stream and class-grading tests, which all prove that nothing outlives a ch
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -21,3 +22,12 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return True
     return state != "Z"
+
+
+def ended(*pids: int, within: float = 5.0) -> bool:
+    """Whether every one of ``pids`` has ended, waiting up to ``within`` seconds: a process killed with SIGKILL can
+    still show as running for a moment while the kernel tears it down."""
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not any(alive(pid) for pid in pids)

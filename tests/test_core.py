@@ -241,6 +241,7 @@ def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afres
     loads the answer afresh in it for the next request (a counter the answer keeps starts again), while another
     answer gets a runner of its own."""
     from graders import judge
+    from tests.processes import ended
 
     started: list = []
 
@@ -264,16 +265,7 @@ def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afres
         exec(compile("def double(x):\n    return x + x\n", "/tmp/ipykernel_0/other.py", "exec"), other)
         assert run_checks(DEMO, StudentSource.from_namespace(other, DEMO.names), torch.device("cpu"),
                           limits=Limits(timeout=5), keep=keep).passed
-        assert len(started) == 2 and _ended(started[0]), "another answer: the kept runner ends"
+        assert len(started) == 2 and ended(started[0]), "another answer: the kept runner ends"
     finally:
         keep.close()
-    assert _ended(started[1])
-
-
-def _ended(pid: int) -> bool:
-    from tests.processes import alive
-
-    deadline = time.monotonic() + 5.0
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not alive(pid)
+    assert ended(started[1])

@@ -21,7 +21,7 @@ from graders import isolation, ranks
 from graders.isolation import GraderBroke, Limits, Runner, StudentSource, warm_up
 from graders.outcomes import CheckFailed, SkipCheck, StudentCodeError
 from graders.student import Submission
-from tests.processes import alive
+from tests.processes import alive, ended
 
 ANSWER = '''\
 import torch
@@ -124,12 +124,7 @@ def leftovers(monkeypatch, tmp_path):
     monkeypatch.setattr(ranks, "_RankRunner", Recording)
     yield pids
     assert pids, "no runner was started"
-    # A runner killed with SIGKILL can still show as running for a moment while the kernel tears it down.
-    deadline = time.monotonic() + 5.0
-    for pid in pids:
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not alive(pid), f"runner {pid} is still running"
+    assert ended(*pids), f"a runner is still running: {[pid for pid in pids if alive(pid)]}"
     assert sorted(os.listdir(private)) == [], "temporary files were left behind"
 
 
@@ -249,10 +244,7 @@ def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer
         kept = [r["pid"] for r in after + three]
     finally:
         runner.close()
-    deadline = time.monotonic() + 5.0
-    while any(alive(pid) for pid in kept) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not any(alive(pid) for pid in kept), "kept ranks end with the check's runner"
+    assert ended(*kept), "kept ranks end with the check's runner"
 
 
 # -- what goes wrong, on which rank --------------------------------------------------------------------
