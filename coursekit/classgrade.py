@@ -161,6 +161,10 @@ class _Worker:
         self.memory_mb, self.device = memory_mb, device
         # IPC socket paths must stay short (about 100 bytes at most): a short temporary folder.
         self.sockets = Path(tempfile.mkdtemp(prefix="cg"))
+        # The worker's and its children's temporary files (the checks' output files, the ranks' folders,
+        # multiprocessing's pymp-*): the worker is killed when it is done or out of time, so none of them can
+        # clean up, and a class of 24 left about 300 entries in /tmp. Its own folder goes with it instead.
+        self.temp = self.sockets / "tmp"
         self.process: subprocess.Popen | None = None
         self.replies: queue.Queue = queue.Queue()
 
@@ -168,6 +172,8 @@ class _Worker:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                # nbgrader runs `alembic` by name: from this environment, even when it is not activated.
                "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])}
+        self.temp.mkdir(exist_ok=True)
+        env.update(TMPDIR=str(self.temp), TEMP=str(self.temp), TMP=str(self.temp))  # tempfile reads all three
         with open(self.folder / "worker.log", "ab") as log:
             self.process = subprocess.Popen(self.command(), cwd=self.folder, env=env, stdin=subprocess.PIPE,
                                             stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
@@ -210,6 +216,7 @@ class _Worker:
         if self.process is not None:
             _kill_group(self.process)
             self.process = None
+        shutil.rmtree(self.temp, ignore_errors=True)
 
     def close(self) -> None:
         self.stop()

@@ -145,18 +145,22 @@ def _serve() -> None:
     log = os.open(os.environ.get("COURSE_JUDGE_LOG", os.devnull), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    answer = _answerer()
-    while True:
-        body = _read(protocol_in)
-        if body is None:
-            return
-        _write(protocol_out, answer(body))
+    answer, kept = _answerer()
+    try:
+        while True:
+            body = _read(protocol_in)
+            if body is None:
+                return
+            _write(protocol_out, answer(body))
+    finally:
+        kept.close()  # the runner kept for a next request: its process, ranks and output files
 
 
 def _answerer(*, shared: bool = False, exercises: list[str] | None = None):
-    """Warm up (the forkserver, first), then return what turns a request body into a reply body. ``exercises``:
-    the only ones it will be asked for, when the caller knows (a notebook being autograded), which may spare
-    warming up optimizers (:func:`graders.isolation.warm_up`)."""
+    """Warm up (the forkserver, first), then return what turns a request body into a reply body, and the runner it
+    keeps between requests (the caller closes it when it ends). ``exercises``: the only ones it will be asked for,
+    when the caller knows (a notebook being autograded), which may spare warming up optimizers
+    (:func:`graders.isolation.warm_up`)."""
     from graders.isolation import warm_up
 
     warm_up(exercises or None)
@@ -182,7 +186,7 @@ def _answerer(*, shared: bool = False, exercises: list[str] | None = None):
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         return json.dumps(reply).encode()
 
-    return answer
+    return answer, kept
 
 
 def serve_shared(path: str, exercises: list[str] | None = None) -> None:
@@ -197,7 +201,14 @@ def serve_shared(path: str, exercises: list[str] | None = None) -> None:
         os.unlink(path)
     listener.bind(path)
     listener.listen(8)
-    answer = _answerer(shared=True, exercises=exercises)
+    answer, kept = _answerer(shared=True, exercises=exercises)
+    try:
+        _serve_kernels(listener, answer)
+    finally:
+        kept.close()
+
+
+def _serve_kernels(listener: socket.socket, answer) -> None:
     stop = sys.stdin.fileno()
     current: socket.socket | None = None
     stream: Any = None

@@ -207,15 +207,22 @@ class _FakeWorker(classgrade._Worker):
 
 
 def test_past_its_time_limit_a_submission_is_stopped_with_everything_it_started(tmp_path):
-    """The per-submission limit (the e2e test above would pay it in full): the whole process group goes, and
-    the next request gets a fresh worker."""
+    """The per-submission limit (the e2e test above would pay it in full): the whole process group goes, its
+    temporary files too (no process of it could remove them), and the next request gets a fresh worker."""
     started = tmp_path / "child.pid"
-    program = ("import json, subprocess, sys, time\n"
+    made = tmp_path / "temporary files"
+    program = ("import json, subprocess, sys, tempfile, time\n"
                "for line in sys.stdin:\n"
-               "    if json.loads(line)['student'] == 'loops':\n"
-               "        child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+               "    student = json.loads(line)['student']\n"
+               "    mine = tempfile.mkstemp(prefix='course-check-')[1]\n"
+               "    if student == 'loops':\n"
+               "        child = subprocess.Popen([sys.executable, '-c', 'import tempfile, time; '\n"
+               "                                  'print(tempfile.mkdtemp(prefix=\"pymp-\"), flush=True); time.sleep(60)'],\n"
+               "                                 stdout=subprocess.PIPE, text=True)\n"
+               f"        open({str(made)!r}, 'w').write(mine + '\\n' + child.stdout.readline())\n"
                f"        open({str(started)!r}, 'w').write(str(child.pid))\n"
                "        while True:\n            time.sleep(0.1)\n"
+               f"    open({str(made)!r}, 'w').write(mine)\n"
                "    print(json.dumps({'student': 'quick', 'success': True}), flush=True)\n")
     worker = _FakeWorker(tmp_path / "w", program, memory_mb=None)
     try:
@@ -226,9 +233,14 @@ def test_past_its_time_limit_a_submission_is_stopped_with_everything_it_started(
         while alive(child) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not alive(child), "the submission's own child process outlived the limit"
+        stopped_with = made.read_text().split()
+        assert len(stopped_with) == 2 and all(Path(p).parent.parent == worker.sockets for p in stopped_with)
+        assert not any(map(os.path.exists, stopped_with)), "a stopped worker's temporary files stayed"
         assert worker.ask("quick", autograde=True, timeout=30) == {"student": "quick", "success": True}
+        assert Path(made.read_text()).exists()  # a working worker's are its own business ...
     finally:
         worker.close()
+    assert not Path(made.read_text()).exists()  # ... until it ends
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="only Linux enforces RLIMIT_DATA")

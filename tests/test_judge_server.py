@@ -151,8 +151,9 @@ def _kernel_leaves_nothing(temp, answer, ending):
     else:
         printed = _kernel(answer, {**os.environ, "TMPDIR": str(temp)}, "killed" if ending == "killed" else "")
         assert "judge log: True" in printed, printed
-    # The kernel does not wait for its judge to end: the judge notices its stdin close and cleans up after.
-    prefixes = ("course-judge-",) if ending == "killed" else ("course-judge-", "pymp-")
+    # The kernel does not wait for its judge to end: the judge notices its stdin close and cleans up after,
+    # the runner it kept for the kernel's next check included (its output files: course-check-*).
+    prefixes = ("course-judge-", "course-check-", "course-ranks-") + (() if ending == "killed" else ("pymp-",))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(p.name.startswith(prefixes) for p in temp.iterdir()):
         time.sleep(0.1)
