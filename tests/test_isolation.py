@@ -211,6 +211,32 @@ def test_the_forkserver_never_asks_for_a_gpu_where_one_exists(monkeypatch):
     assert "device counts: 0" in done.stdout, done.stdout
 
 
+def test_a_judge_that_exits_with_a_runner_still_open_ends_and_so_does_the_runner(tmp_path):
+    """multiprocessing's exit handler waits for every child, and a runner waits for its judge to end: a runner left
+    open (a judge server's kept runner) held its judge, forkserver and itself alive for ever, 6 times in a class
+    of 24 serial autogrades."""
+    answer = tmp_path / "answer.py"
+    answer.write_text("def f():\n    return 1\n")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    judge = textwrap.dedent(f"""
+        from graders.isolation import Limits, Runner, StudentSource, warm_up
+        warm_up("sliding_window")
+        runner = Runner(StudentSource.from_file({str(answer)!r}, ["f"]), seed=0, device="cpu", limits=Limits())
+        runner.ready()
+        print(runner.process.pid, flush=True)
+    """)  # and ends, the runner still open
+    done = subprocess.run([sys.executable, "-c", judge], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    runner = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 5
+    while alive(runner) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(runner)
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("course-check-")]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forking a warm process is for systems that fork (not Windows)")
 def test_a_warm_fork_forgets_the_parents_writers_to_descriptors_it_closed(tmp_path):
     """The forkserver and make grade's judge are forks that close what they inherited. The parent's logging
