@@ -267,7 +267,7 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
         outcomes = _send_all_and_collect(runners, messages, timeout)
         seconds = time.monotonic() - start
     finally:
-        if owner is not None and _every_rank_returned(outcomes, runners):
+        if owner is not None and _fit_to_keep(outcomes, runners):
             run_notes = _keep(owner, key, runners, workdir)
         else:
             run_notes = _close_all(runners)
@@ -333,9 +333,19 @@ def _owner(student: Any) -> Runner | None:
     return runner if isinstance(runner, Runner) and not isinstance(runner, _RankRunner) else None
 
 
-def _every_rank_returned(outcomes: list[tuple], runners: list["_RankRunner"]) -> bool:
-    return (len(outcomes) == len(runners) > 0 and all(kind == "ok" and body.get("status") == "ok" for kind, body in outcomes)
-            and all(runner.alive for runner in runners))
+def _fit_to_keep(outcomes: list[tuple], runners: list["_RankRunner"]) -> bool:
+    """Every rank is alive and ended its scenario together with the others: all returned, or all raised
+    NotImplementedError (an answer not written yet: a blank notebook's checks then reuse their ranks too, where
+    each check started 2-3 processes; what the ranks ran before raising was the same on each, so they leave
+    the group together). Otherwise (a rank raised something else, or alone) they are all ended."""
+    if not (len(outcomes) == len(runners) > 0 and all(kind == "ok" for kind, _ in outcomes)
+            and all(runner.alive for runner in runners)):
+        return False
+    statuses = [body.get("status") for _, body in outcomes]
+    if all(status == "ok" for status in statuses):
+        return True
+    return all(body.get("status") == "student" and body["body"].get("exception_type") == "NotImplementedError"
+               for _, body in outcomes)
 
 
 def _keep(owner: Runner, key: tuple, runners: list["_RankRunner"], workdir: str) -> list[list[str]]:

@@ -90,6 +90,18 @@ def no_newline(t):
     print(f"unfinished line on rank {dist.get_rank()}", end="")
     dist.all_reduce(t)
     return t
+
+
+def not_written(t):
+    dist.all_reduce(t)  # the same on every rank, then the stub's error
+    raise NotImplementedError
+
+
+def not_written_on_one(t):
+    if dist.get_rank() == 1:
+        raise NotImplementedError
+    dist.all_reduce(t)
+    return t
 '''
 NAMES = ["average"]
 TWO = [("average", 1.0), ("average", 3.0)]
@@ -225,8 +237,9 @@ def test_what_a_rank_printed_without_a_newline_is_a_note_too(answer, leftovers):
 
 
 def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer):
-    """Ranks are kept for the exercise's next run of as many ranks once every rank returned: the same processes,
-    but the student's module state loaded afresh (a counter the answer keeps starts again at every run)."""
+    """Ranks are kept for the exercise's next run of as many ranks once every rank returned (or every rank raised
+    NotImplementedError: a blank answer's checks): the same processes, but the student's module state loaded
+    afresh (a counter the answer keeps starts again at every run)."""
     runner = Runner(answer, seed=7, device="cpu", limits=Limits(timeout=5))
     try:
         runner.ready()
@@ -235,13 +248,21 @@ def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer
         second = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("counts_calls")).values()
         assert [r["pid"] for r in second] == [r["pid"] for r in first], "the kept ranks served the second run"
         assert [r["out"].tolist() for r in second] == [[4.0] * 4] * 2, "the answer's counter must start afresh"
+        blank = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("not_written"))
+        assert not blank.passed and all(error.not_written for error in blank.errors)
+        refilled = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
+        assert [r["pid"] for r in refilled] == [r["pid"] for r in first], "every rank not written: kept too"
         three = ranks.run_on_ranks(student, demos.call_on_rank, 3, args("average", (1.0, 2.0, 3.0))).values()
         assert not {r["pid"] for r in three} & {r["pid"] for r in first}, "another size is another world"
         failed = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("raise_on_one"))
         assert not failed.passed
         after = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
         assert not {r["pid"] for r in after} & {r["pid"] for r in first}, "ranks that failed are never kept"
-        kept = [r["pid"] for r in after + three]
+        alone = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("not_written_on_one"))
+        assert not alone.passed and alone.errors[1].not_written and not alone.errors[0].not_written
+        last = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
+        assert not {r["pid"] for r in last} & {r["pid"] for r in after}, "one rank not written, one stuck: ended"
+        kept = [r["pid"] for r in last + three]
     finally:
         runner.close()
     assert ended(*kept), "kept ranks end with the check's runner"
