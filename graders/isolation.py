@@ -241,9 +241,7 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
 
     with _main_module_hidden():
         if _may_fork_the_forkserver():
-            # Linux only: forking a process in which a thread has run is not safe with macOS's frameworks.
-            split = (some_need_it and wanted is not None and sys.platform.startswith("linux")
-                     and not all(needs_compiler_stack(e) for e in wanted))
+            split = some_need_it and wanted is not None and not all(needs_compiler_stack(e) for e in wanted)
             if split:
                 os.environ[WARM_ENV] = "0"  # the first forkserver: cold
             # Warm this process as the forkserver would warm itself, then fork it: both are warm for one import.
