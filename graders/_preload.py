@@ -26,18 +26,12 @@ registry.load_all_chapters()
 # step asks for the accelerator. So the judge, which may ask, decides before it starts this forkserver
 # (graders.isolation._context sets COURSE_RUNNER_WARM_OPTIMIZERS=0 where a GPU exists), and this file only reads
 # its answer.
-
-
-def warm_compiler_stack() -> None:
-    """Load torch's compiler stack as a first optimizer does (0.85 s on a 2-core laptop). Gradients are set by
-    hand: no backward here (see above)."""
-    model = nn.Linear(2, 1)
-    for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(model.parameters())):
-        for parameter in model.parameters():
-            parameter.grad = torch.ones_like(parameter)
-        optimizer.step()
-        optimizer.zero_grad()
-
-
 if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
-    warm_compiler_stack()
+    # Gradients are set by hand: no backward here (see above).
+    _model = nn.Linear(2, 1)
+    for _optimizer in (torch.optim.SGD(_model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(_model.parameters())):
+        for _parameter in _model.parameters():
+            _parameter.grad = torch.ones_like(_parameter)
+        _optimizer.step()
+        _optimizer.zero_grad()
+    del _model, _optimizer, _parameter

@@ -24,8 +24,7 @@ Consequences, each proven in tests/test_isolation.py:
 Runners start from a *forkserver* on Linux and macOS: a clean process, started once per judge, that has
 imported torch and the graders but never sees an expected value; forking from it costs milliseconds.
 The command line and the notebooks' judge start it as a fork of themselves before they compute anything
-(:func:`warm_up`), which saves a second torch import. A notebook's judge whose exercises need torch's compiler
-stack only in part gets a second, warm forkserver for those, loaded while the others' checks run.
+(:func:`warm_up`), which saves a second torch import.
 On Windows (or with ``COURSE_GRADER_START_METHOD=spawn``) each runner is a fresh interpreter.
 """
 
@@ -66,7 +65,6 @@ MEMORY_LIMIT_ENV = "COURSE_MEMORY_LIMIT_MB"
 DEFAULT_MEMORY_LIMIT_MB = 2048
 DEFAULT_TIMEOUT_S = 10.0
 NOT_WRITTEN_NOTE = "\x00the student's code raised NotImplementedError"  # a flag, never shown
-WARM_ENV = "COURSE_RUNNER_WARM_OPTIMIZERS"  # "0": graders._preload leaves torch's compiler stack unloaded
 START_TIMEOUT_S = 120.0  # a fresh interpreter (spawn) importing torch on a busy laptop
 NOTE_CHARS = 300
 
@@ -160,9 +158,6 @@ class Limits:
     timeout: float | None = DEFAULT_TIMEOUT_S  # seconds for each request (None: no limit)
     memory_mb: int | None = None  # None: $COURSE_MEMORY_LIMIT_MB, else DEFAULT_MEMORY_LIMIT_MB; 0: no cap
     instructor: bool = False  # the instructor's notebook may import the reference answers
-    # The runner starts with torch's compiler stack loaded (the exercise's ``warm_compiler_stack``; see
-    # warm_up): False lets it start before a judge that is still loading it has finished.
-    compiler_stack: bool = True
 
     def memory(self) -> int:
         if self.memory_mb is not None:
@@ -191,7 +186,7 @@ def _context():
         context.set_forkserver_preload(["graders._preload"])
         if _gpu_present():
             # The forkserver must not ask for itself (see graders/_preload.py): it reads this when it starts.
-            os.environ[WARM_ENV] = "0"
+            os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"
     return context
 
 
@@ -232,110 +227,21 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
     """
     if start_method() != "forkserver":
         return
-    wanted = None if exercise_id is None else [exercise_id] if isinstance(exercise_id, str) else list(exercise_id)
-    some_need_it = wanted is None or needs_compiler_stack(wanted)
-    if not some_need_it:
-        os.environ[WARM_ENV] = "0"  # read by graders._preload in the forkserver
+    if exercise_id is not None and not needs_compiler_stack(exercise_id):
+        os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"  # read by graders._preload in the forkserver
     _context()
     from multiprocessing import forkserver
 
     with _main_module_hidden():
         if _may_fork_the_forkserver():
-            split = some_need_it and wanted is not None and not all(needs_compiler_stack(e) for e in wanted)
-            if split:
-                os.environ[WARM_ENV] = "0"  # the first forkserver: cold
             # Warm this process as the forkserver would warm itself, then fork it: both are warm for one import.
             # A grader that builds an optimizer in the judge (lr_range_test, for instance) otherwise paid torch's
             # compiler-stack import there, 0.9-1.0 s, inside a student's first check.
             importlib.import_module("graders._preload")
-            with _forkserver_started_by_fork(forkserver._forkserver):
+            with _forkserver_started_by_fork():
                 forkserver.ensure_running()
-            if split:
-                _SECOND_SERVER.start()
         else:
             forkserver.ensure_running()
-
-
-class _WarmSecondServer:
-    """A second forkserver, for the runners of the exercises that need torch's compiler stack, when a judge grades
-    some that do and some that do not (a notebook: chapter 08's last exercise steps an optimizer, its first two
-    do not).
-
-    Loading that stack costs about 0.85 s of CPU, which a judge that loaded it before forking its only forkserver
-    made the notebook's first check cell wait for (0.9-1.0 s of a 6.5 s autograde). Instead the judge forks a cold
-    forkserver at once, serves the other exercises' checks from it, and loads the stack meanwhile in a thread; the
-    first runner that needs the stack waits for that thread, then this server is forked from the judge, warm
-    (single-threaded again, so the fork is safe), and serves every such runner after.
-    """
-
-    def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
-        self._server: Any = None
-        self._failed: BaseException | None = None
-
-    @property
-    def active(self) -> bool:
-        return self._thread is not None
-
-    def start(self) -> None:
-        # What the judge imports on its first checks is imported now, by this thread, so that the two threads
-        # never import modules that import each other at the same time (which can deadlock). Measured: the checks
-        # of every exercise that needs no compiler stack, on its reference answer, import these and nothing more.
-        for module in _IMPORTED_BY_FIRST_CHECKS:
-            importlib.import_module(module)
-        self._thread = threading.Thread(target=self._load, name="course-compiler-stack", daemon=True)
-        self._thread.start()
-
-    def _load(self) -> None:
-        try:
-            importlib.import_module("graders._preload").warm_compiler_stack()
-        except BaseException as exc:  # noqa: BLE001 - the second server is then a fresh interpreter (_ensure)
-            self._failed = exc
-
-    @contextlib.contextmanager
-    def serving(self, compiler_stack: bool):
-        """While a runner starts (under _MAIN_LOCK): multiprocessing's forkserver requests go to this server when
-        the runner needs the compiler stack."""
-        if self._thread is None or not compiler_stack:
-            yield
-            return
-        from multiprocessing import forkserver
-
-        server = self._ensure()
-        connect = forkserver.connect_to_new_process
-        forkserver.connect_to_new_process = server.connect_to_new_process  # what popen_forkserver calls
-        try:
-            yield
-        finally:
-            forkserver.connect_to_new_process = connect
-
-    def _ensure(self) -> Any:
-        from multiprocessing import forkserver
-
-        if self._server is not None:
-            return self._server
-        assert self._thread is not None
-        self._thread.join()
-        server = forkserver.ForkServer()
-        server.set_forkserver_preload(list(forkserver._forkserver._preload_modules))
-        if self._failed is None and threading.active_count() == 1:
-            with _forkserver_started_by_fork(server):
-                server.ensure_running()
-        else:  # a fresh interpreter that loads everything itself, warm (slower to start, never wrong)
-            cold = os.environ.pop(WARM_ENV, None)
-            try:
-                server.ensure_running()
-            finally:
-                if cold is not None:
-                    os.environ[WARM_ENV] = cold
-        self._server = server
-        return server
-
-
-_IMPORTED_BY_FIRST_CHECKS = ("graders.wire", "numpy.random", "secrets", "multiprocessing.popen_fork",
-                             "multiprocessing.popen_forkserver", "torch.utils.serialization",
-                             "torch._subclasses.schema_check_mode")
-_SECOND_SERVER = _WarmSecondServer()
 
 
 def needs_compiler_stack(exercise_ids: str | Sequence[str]) -> bool:
@@ -421,9 +327,8 @@ def _may_fork_the_forkserver() -> bool:
 
 
 @contextlib.contextmanager
-def _forkserver_started_by_fork(server: Any):
-    """While multiprocessing starts ``server`` (its forkserver), make it fork this process instead of running a
-    new one.
+def _forkserver_started_by_fork():
+    """While multiprocessing starts its forkserver, make it fork this process instead of running a new one.
 
     multiprocessing passes the server a listening socket and the read end of an "alive" pipe; the fork
     keeps exactly those (and stdin/stdout/stderr) open, as the new interpreter would, so that the judge's
@@ -431,7 +336,7 @@ def _forkserver_started_by_fork(server: Any):
     """
     from multiprocessing import forkserver, util
 
-    preload = list(server._preload_modules)
+    preload = list(forkserver._forkserver._preload_modules)
 
     def fork_instead(executable: str, args: list[str], passfds: Sequence[int]) -> int:
         if not any("multiprocessing.forkserver import main" in os.fsdecode(arg) for arg in args):
@@ -507,7 +412,7 @@ class Runner:
             "env": dict(env or {}),
         }
         self.process = context.Process(target=_runner_main, args=(child_conn, setup, alive_reader), name="course-runner")
-        with _main_module_hidden(), _SECOND_SERVER.serving(limits.compiler_stack):
+        with _main_module_hidden():
             self.process.start()
         child_conn.close()
         alive_reader.close()

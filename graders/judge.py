@@ -9,7 +9,6 @@ fresh one. Nothing the student's code does reaches the judge.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import traceback
 import warnings
@@ -108,7 +107,6 @@ def run_checks(exercise: Exercise, source: StudentSource | None, device: torch.d
 
     ``keep``: take the runner from there when it served the same answer last, and leave this one there."""
     selected = exercise.select(checks)
-    limits = dataclasses.replace(limits, compiler_stack=exercise.warm_compiler_stack)
     results: list[CheckResult] = []
     notes: list[str] = []
     runner: Runner | None = None

@@ -211,35 +211,6 @@ def test_the_forkserver_never_asks_for_a_gpu_where_one_exists(monkeypatch):
     assert "device counts: 0" in done.stdout, done.stdout
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="forking a warm process is for systems that fork (not Windows)")
-@pytest.mark.parametrize("fork", ["forked", "another thread runs: a fresh interpreter"])
-def test_a_judge_of_cold_and_warm_exercises_serves_each_from_a_forkserver_of_its_kind(tmp_path, fork):
-    """A notebook's judge told of exercises that need torch's compiler stack and others that do not starts a cold
-    forkserver at once and loads the stack meanwhile: the cold exercises' runners do not wait for it, and the
-    others' still start with it loaded (each runner would pay 0.85 s otherwise)."""
-    answer = tmp_path / "answer.py"
-    answer.write_text("import sys\n\n\ndef loaded():\n    return 'torch._dynamo' in sys.modules\n")
-    judge = textwrap.dedent(f"""
-        import sys, threading, time
-        from graders.isolation import Limits, Runner, StudentSource, warm_up, _SECOND_SERVER
-        warm_up(["graph_ops", "grad_accumulation"])  # chapter 02: the second steps an optimizer
-        print("split:", _SECOND_SERVER.active)
-        if {fork.startswith("another")!r}:
-            threading.Thread(target=time.sleep, args=(30,), daemon=True).start()  # no fork then
-        for compiler_stack in (False, True, False):
-            runner = Runner(StudentSource.from_file({str(answer)!r}, ["loaded"]), seed=0, device="cpu",
-                            limits=Limits(compiler_stack=compiler_stack))
-            runner.ready()
-            print(compiler_stack, "->", runner.request(("call", "loaded", (), {{}}, False)))
-            runner.close()
-        print("judge:", "torch._dynamo" in sys.modules)
-    """)
-    done = subprocess.run([sys.executable, "-c", judge], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:5] == ["split: True", "False -> False", "True -> True", "False -> False",
-                                           "judge: True"], done.stdout
-
-
 def test_a_judge_that_exits_with_a_runner_still_open_ends_and_so_does_the_runner(tmp_path):
     """multiprocessing's exit handler waits for every child, and a runner waits for its judge to end: a runner left
     open (a judge server's kept runner) held its judge, forkserver and itself alive for ever, 6 times in a class
