@@ -30,7 +30,6 @@ On Windows (or with ``COURSE_GRADER_START_METHOD=spawn``) each runner is a fresh
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import functools
@@ -38,6 +37,7 @@ import importlib
 import io
 import linecache
 import multiprocessing
+import multiprocessing.util
 import os
 import pickle
 import re
@@ -367,17 +367,15 @@ def _close_live_runners() -> None:
 
     multiprocessing's own exit handler waits for every child to end, and a runner ends only once its judge has
     gone (its "alive" pipe): each waited for the other, for ever. Seen: 6 of 24 ``nbgrader autograde`` runs
-    left their judge, forkserver and runner behind, about 700 MB each. Registered after multiprocessing's
-    handler, so run before it.
+    left their judge, forkserver and runner behind, about 700 MB each. A finalizer of priority 0 or more runs in
+    that handler before it waits (an atexit function could be moved after it: multiprocessing's logger does so).
     """
     for runner in list(_LIVE_RUNNERS):
         with contextlib.suppress(Exception):
             runner.close(at_once=True)
 
 
-import multiprocessing.util  # noqa: E402 - its exit handler first, so that ours runs before it
-
-atexit.register(_close_live_runners)
+multiprocessing.util.Finalize(None, _close_live_runners, exitpriority=10)
 
 
 class Runner:
@@ -394,6 +392,7 @@ class Runner:
         self.notes: list[str] = []
         self.saw_not_written = False  # the student's code raised NotImplementedError (reset by the judge)
         self.kept: dict[Any, Any] = {}  # runners kept for this one's later checks (graders.ranks): closed with it
+        self._closed = False
         _LIVE_RUNNERS.add(self)
         self._offsets: dict[str, int] = {}
         fd_out, self._stdout_path = tempfile.mkstemp(prefix="course-check-", suffix=".out")
@@ -528,7 +527,10 @@ class Runner:
 
     # -- ending it ----------------------------------------------------------------------------------
     def kill(self) -> None:
-        pid = self.process.pid
+        try:
+            pid = self.process.pid
+        except ValueError:  # closed: it was killed and waited for already
+            return
         if pid is None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
@@ -577,14 +579,19 @@ class Runner:
         It is given half a second to end on its own (what the student's code started is cleaned up as a program
         ending does), or, ``at_once``, killed: a rank whose run is over has nothing left to say.
         """
+        if self._closed:  # kept ranks are closed by their owner and, at exit, maybe by themselves first
+            return []
+        self._closed = True
         _LIVE_RUNNERS.discard(self)
-        for kept in self.kept.values():
-            kept.close()
-        self.kept.clear()
         with contextlib.suppress(Exception):
             self._conn.close()
         with contextlib.suppress(Exception):
-            self._alive.close()
+            self._alive.close()  # the runner ends now even if closing what it kept fails
+        try:
+            for kept in self.kept.values():
+                kept.close()
+        finally:
+            self.kept.clear()
         if not at_once:
             self.process.join(0.5)
         self.kill()

@@ -19,7 +19,7 @@ import pytest
 
 import graders
 from graders.isolation import Limits, Runner, StudentSource
-from tests.processes import alive
+from tests.processes import alive, ended
 
 HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
 
@@ -211,30 +211,38 @@ def test_the_forkserver_never_asks_for_a_gpu_where_one_exists(monkeypatch):
     assert "device counts: 0" in done.stdout, done.stdout
 
 
-def test_a_judge_that_exits_with_a_runner_still_open_ends_and_so_does_the_runner(tmp_path):
+@pytest.mark.parametrize("open_at_exit", ["a runner", "a runner that keeps ranks", "a runner whose kept rank closed first"])
+def test_a_judge_that_exits_with_runners_still_open_ends_and_so_do_they(tmp_path, open_at_exit):
     """multiprocessing's exit handler waits for every child, and a runner waits for its judge to end: a runner left
     open (a judge server's kept runner) held its judge, forkserver and itself alive for ever, 6 times in a class
-    of 24 serial autogrades."""
+    of 24 serial autogrades. Ranks kept by a runner are open too, and may be met first at exit."""
     answer = tmp_path / "answer.py"
-    answer.write_text("def f():\n    return 1\n")
+    answer.write_text("import torch.distributed as dist\n\n\ndef average(t):\n    dist.all_reduce(t)\n"
+                      "    return t / dist.get_world_size()\n")
     temp = tmp_path / "tmp"
     temp.mkdir()
     judge = textwrap.dedent(f"""
+        from graders import _rank_demos, ranks
         from graders.isolation import Limits, Runner, StudentSource, warm_up
-        warm_up("sliding_window")
-        runner = Runner(StudentSource.from_file({str(answer)!r}, ["f"]), seed=0, device="cpu", limits=Limits())
+        from graders.student import Submission
+        warm_up("average_gradients")
+        runner = Runner(StudentSource.from_file({str(answer)!r}, ["average"]), seed=0, device="cpu", limits=Limits())
         runner.ready()
-        print(runner.process.pid, flush=True)
-    """)  # and ends, the runner still open
+        pids = [runner.process.pid]
+        if {"rank" in open_at_exit!r}:
+            run = ranks.run_on_ranks(Submission(runner), _rank_demos.call_on_rank, 2, [("average", 1.0)] * 2)
+            pids += [result["pid"] for result in run.values()]
+        if {open_at_exit.endswith("first")!r}:  # as the exit handler may meet them: a rank, then its owner
+            next(iter(runner.kept.values())).runners[0].close(at_once=True)
+        print(*pids, flush=True)
+    """)  # and ends, all of them still open
     done = subprocess.run([sys.executable, "-c", judge], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "TMPDIR": str(temp)})
     assert done.returncode == 0, done.stderr
-    runner = int(done.stdout.split()[0])
-    deadline = time.monotonic() + 5
-    while alive(runner) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(runner)
-    assert not [p.name for p in temp.iterdir() if p.name.startswith("course-check-")]
+    pids = [int(pid) for pid in done.stdout.split()]
+    assert len(pids) == (3 if "rank" in open_at_exit else 1)
+    assert ended(*pids), [pid for pid in pids if alive(pid)]
+    assert not [p.name for p in temp.iterdir() if p.name.startswith(("course-check-", "course-ranks-"))]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forking a warm process is for systems that fork (not Windows)")
