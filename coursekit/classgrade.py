@@ -125,19 +125,20 @@ def copy_gradebook(db_url: str, target: Path) -> None:
         copy.dispose()
 
 
-def _limits(memory_mb: int | None):
-    """What a grading process (and the kernel it starts) may not exceed: ``memory_mb`` of data per process.
-    RLIMIT_DATA counts what a process allocates and not the libraries it maps, so torch loads under it;
-    only Linux enforces it (elsewhere only the time limit holds)."""
+# Sets the limit, then becomes the command (same process, group and pipes). A preexec_fn would run Python in the
+# child of a fork of this process, whose other threads (the gradebook writer, the readers) may hold a lock then:
+# Python's documentation calls that unsafe, and a worker restarted after a time limit could hang at its start.
+_LIMITED = ("import os, resource, sys; limit = int(sys.argv[1]) << 20; "
+            "resource.setrlimit(resource.RLIMIT_DATA, (limit, limit)); os.execv(sys.argv[2], sys.argv[2:])")
+
+
+def _limited(command: list[str], memory_mb: int | None) -> list[str]:
+    """``command`` such that it (and every process it starts, its kernels too) may not exceed ``memory_mb`` of data
+    per process. RLIMIT_DATA counts what a process allocates and not the libraries it maps, so torch loads under
+    it; only Linux enforces it (elsewhere only the time limit holds)."""
     if not memory_mb or not sys.platform.startswith("linux"):
-        return None
-
-    def apply() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_DATA, (memory_mb << 20, memory_mb << 20))
-
-    return apply
+        return command
+    return [sys.executable, "-c", _LIMITED, str(int(memory_mb)), *command]
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -175,9 +176,9 @@ class _Worker:
         self.temp.mkdir(exist_ok=True)
         env.update(TMPDIR=str(self.temp), TEMP=str(self.temp), TMP=str(self.temp))  # tempfile reads all three
         with open(self.folder / "worker.log", "ab") as log:
-            self.process = subprocess.Popen(self.command(), cwd=self.folder, env=env, stdin=subprocess.PIPE,
-                                            stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
-                                            preexec_fn=_limits(self.memory_mb))
+            self.process = subprocess.Popen(_limited(self.command(), self.memory_mb), cwd=self.folder, env=env,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+                                            start_new_session=True)
         self.replies = queue.Queue()
         threading.Thread(target=self._read, args=(self.process.stdout, self.replies), daemon=True).start()
 
