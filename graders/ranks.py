@@ -32,8 +32,8 @@ How a run is set up, and why:
 - torch's own C++ log lines (``[rank0]:[E… ProcessGroupGloo.cpp…]``) go to a per-rank file of the run
   (:attr:`RankRun.logs`), not to the student's notes; what the student's code prints is still reported;
 - a run's ranks are killed and its temporary directory removed before returning, except where a check's ranks
-  all returned: then they are kept for that exercise's next run (see ``_KeptWorld``), and end with the check's
-  runner at the latest.
+  all returned (or all raised NotImplementedError): then they are kept for that exercise's next run (see
+  ``_KeptWorld``), and end with the check's runner at the latest.
 
 What comes back is a :class:`RankRun`: per rank, the scenario's observations or the reason it has none
 (a :class:`StudentError` that names the rank, what was raised and the student's own line; a timeout; a
@@ -311,7 +311,8 @@ class _RankRunner(Runner):
 # A check's ranks are kept for its exercise's next run of as many ranks: a rank's process costs about 0.04 s of
 # CPU to fork, load the answer and tear down, and chapter 08 makes 10 runs of 2-3 ranks per exercise pass, twice
 # per submission under make grade (its kernel, then its grade of record). They are kept only when every rank's
-# scenario returned and the ranks then left the group together; the next run resets each one's torch state and
+# scenario returned (or every rank raised NotImplementedError: _fit_to_keep) and the ranks then left the group
+# together; the next run resets each one's torch state and
 # seeds and loads the answer afresh (a module-level flag or cache of the student's must not carry a check's state
 # into the next: fixtures bug_only_first_call and bug_caches_group_size), then joins a fresh group. Anything else
 # (an error, a timeout, a crash, a rank that could not leave) ends them. They end with the check's runner.
@@ -341,11 +342,10 @@ def _fit_to_keep(outcomes: list[tuple], runners: list["_RankRunner"]) -> bool:
     if not (len(outcomes) == len(runners) > 0 and all(kind == "ok" for kind, _ in outcomes)
             and all(runner.alive for runner in runners)):
         return False
-    statuses = [body.get("status") for _, body in outcomes]
-    if all(status == "ok" for status in statuses):
-        return True
-    return all(body.get("status") == "student" and body["body"].get("exception_type") == "NotImplementedError"
-               for _, body in outcomes)
+    endings = [body for _, body in outcomes]
+    return (all(ending["status"] == "ok" for ending in endings)
+            or all(ending["status"] == "student" and ending["body"].get("exception_type") == "NotImplementedError"
+                   for ending in endings))
 
 
 def _keep(owner: Runner, key: tuple, runners: list["_RankRunner"], workdir: str) -> list[list[str]]:
