@@ -544,10 +544,15 @@ class Runner:
         """Loaded and still usable for another check (not timed out, crashed or exited)."""
         return self._ready and self._dead is None and self.process.is_alive()
 
-    def reload(self, seed: int) -> None:
+    def reload(self, seed: int, source: StudentSource | None = None) -> None:
         """Serve another request for the same answer: torch's state reset and seeded, and the answer loaded afresh
-        (as a new runner loads it) in this process. Raises StudentCodeError when it cannot be (then close it)."""
-        self.send(("reload", seed))
+        (as a new runner loads it) in this process. Raises StudentCodeError when it cannot be (then close it).
+
+        ``source``: the same answer as sent now, whose notebook cells (``lines``, for tracebacks) may be more than
+        when this runner started: a kernel's later cells add theirs."""
+        if source is not None:
+            self.source = source
+        self.send(("reload", seed, self.source.lines))
         self._receive(self.limits.timeout, waiting_for="loading your code")
 
     def reset(self, seed: int) -> None:
@@ -951,6 +956,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             return
         if message[0] == "reload":  # a kept rank's next run (graders.ranks): the answer loaded afresh, as a new
             _reset_global_state(message[1])  # runner loads it, so no state of the student's outlives a check
+            setup["lines"] = message[2]  # the notebook's cells as the judge knows them now
             try:
                 namespace, student = _load_checked(setup)
             except StudentRaised as exc:

@@ -377,7 +377,8 @@ def _reuse(owner: Runner | None, key: tuple, seed: int) -> list["_RankRunner"]:
                 raise GraderBroke("a rank could not leave its process group")
             runner.sent_end = False
         for runner in world.runners:  # all at once: torch's state reset, seeded, the answer loaded afresh
-            runner.send(("reload", seed))
+            runner.source = owner.source  # with the notebook's cells as they are now (Runner.reload)
+            runner.send(("reload", seed, owner.source.lines))
         for runner in world.runners:
             runner.receive(LEAVE_TIMEOUT_S)
     except (StudentCodeError, GraderBroke, CheckFailed):

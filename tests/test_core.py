@@ -239,7 +239,10 @@ def test_a_singledispatch_answer_from_a_notebook_is_copied_with_its_registration
 def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afresh(monkeypatch):
     """A notebook's check cells send the same answer one after another: the judge server keeps the runner, and
     loads the answer afresh in it for the next request (a counter the answer keeps starts again), while another
-    answer gets a runner of its own."""
+    answer gets a runner of its own. Each check cell the kernel runs adds its own text to the notebook's cells
+    (linecache) between the requests: the answer is the same, so its runner is too, told the cells as they are."""
+    import linecache
+
     from graders import judge
     from tests.processes import ended
 
@@ -253,14 +256,19 @@ def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afres
     monkeypatch.setattr(judge, "Runner", Counting)
     counting = "calls = []\n\ndef double(x):\n    calls.append(1)\n    return x * 2 * len(calls)\n"
     namespace: dict = {}
-    exec(compile(counting, "/tmp/ipykernel_0/counting.py", "exec"), namespace)
+    cells = [f"/tmp/ipykernel_0/{name}.py" for name in ("counting", "check_1", "check_2")]
+    monkeypatch.setitem(linecache.cache, cells[0], (len(counting), None, counting.splitlines(True), cells[0]))
+    exec(compile(counting, cells[0], "exec"), namespace)
     keep = judge.KeptRunner()
     try:
-        for _ in range(3):
+        for cell in cells:
+            if cell != cells[0]:  # the kernel ran this check cell before sending the answer again
+                monkeypatch.setitem(linecache.cache, cell, (10, None, ['check("demo", globals())\n'], cell))
             source = StudentSource.from_namespace(namespace, DEMO.names)
             report = run_checks(DEMO, source, torch.device("cpu"), limits=Limits(timeout=5), keep=keep)
             assert report.passed, report.as_text()  # a second call (leaked state) would return 4 * x
-        assert len(started) == 1, "the same answer's requests were served by one runner"
+            assert keep._runner is not None and cell in keep._runner.source.lines
+        assert len(started) == 1, "the same answer's requests were served by one runner, whatever cells came between"
         other: dict = {}
         exec(compile("def double(x):\n    return x + x\n", "/tmp/ipykernel_0/other.py", "exec"), other)
         assert run_checks(DEMO, StudentSource.from_namespace(other, DEMO.names), torch.device("cpu"),
