@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # only annotations name torch: make grade's class report imports this module, and torch is 1.7 s
+    import torch
 
 
 class _Pyplot:

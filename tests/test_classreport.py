@@ -38,3 +38,15 @@ def test_the_class_figure_is_legible_its_labels_never_overlap():
     assert [t.get_text() for t in checks_ax.get_yticklabels()][-1].endswith("_17"), "most failed at the top"
     counts = fig.axes[0].get_yticks()
     assert all(float(c).is_integer() for c in counts), "students are counted in whole numbers"
+
+
+def test_writing_the_class_report_does_not_import_torch():
+    """make grade's parent writes the report once every submission is graded: importing torch there (1.7 s, through
+    the shared plots module) made the class wait for it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from coursekit import classreport; from coursekit.plots import plot_class_report; "
+            "print('torch' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert shown.stdout.strip() == "False", shown.stdout + shown.stderr
