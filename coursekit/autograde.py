@@ -35,6 +35,8 @@ from nbformat.v4 import new_output
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
+from graders.isolation import LOWER_PRIORITY_AFTER_S, lower_priority
+
 NOT_RUN = "(not run while autograding: a demonstration cell; graded cells use only the opening cell and your answers)\n"
 
 
@@ -65,7 +67,24 @@ class RunGradedPartOnly(Execute):
             cell.outputs = [new_output("stream", name="stdout", text=NOT_RUN)]
             cell.execution_count = None
             return cell, resources
-        return super().preprocess_cell(cell, resources, index)
+        if utils.is_locked(cell):  # the opening cell: the instructor's imports, which may take seconds on a laptop
+            return super().preprocess_cell(cell, resources, index)
+        # An answer (or test) cell still running after a few seconds is most likely an endless loop, which holds a
+        # core until the cell times out: its kernel then gets only the CPU nothing else wants (make grade grades a
+        # submission on every core; graders.isolation.lower_priority). The timeout itself is unchanged.
+        lowering = threading.Timer(LOWER_PRIORITY_AFTER_S, _lower_kernel_priority, args=(self.km,))
+        lowering.daemon = True
+        lowering.start()
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        finally:
+            lowering.cancel()
+
+
+def _lower_kernel_priority(km) -> None:
+    group = getattr(getattr(km, "provisioner", None), "pgid", None)  # a kernel leads its own process group
+    if group:
+        lower_priority(group)
 
 
 def uses_the_graders(nb) -> bool:

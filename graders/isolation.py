@@ -67,11 +67,37 @@ DEFAULT_TIMEOUT_S = 10.0
 NOT_WRITTEN_NOTE = "\x00the student's code raised NotImplementedError"  # a flag, never shown
 START_TIMEOUT_S = 120.0  # a fresh interpreter (spawn) importing torch on a busy laptop
 NOTE_CHARS = 300
+# No check's request (nor a test cell, nor an answer cell defining names) runs this long on a 2-core laptop: the
+# checks of a whole exercise take 2 s at most (10 s with processes of their own). Something that does is most
+# likely an endless loop, which would hold a core until its time limit: lower_priority() then gives it only the
+# CPU nothing else wants.
+LOWER_PRIORITY_AFTER_S = 3.0
 
 _GRADERS_DIR = str(Path(__file__).resolve().parent)
 _SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
 _CHAPTER_GRADER = re.compile(r"ch\d\d_\w+$")
 _NOTEBOOK_FILE = re.compile(r"ipykernel_\d+|<ipython-input")
+
+
+def lower_priority(process_group: int) -> bool:
+    """Give every process of ``process_group`` the lowest priority (nice 19): it then runs only on CPU time that
+    nothing else wants. Under ``make grade`` every core grades a submission, and an answer that loops until its
+    time limit (a wall-clock one, unchanged) took a core from the others: a class of 24 with two looping students
+    spent 60 of its 170 CPU-seconds on them. Nobody can raise it again without privileges, so a process that
+    was lowered stays so. True when done (not on Windows, or when the group has ended).
+
+    Where Linux shares CPU between sessions first (autogroups, on by default on desktops), a process's nice counts
+    only within its session: a group that leads its own session (a kernel, a runner) has its session lowered too.
+    """
+    try:
+        os.setpriority(os.PRIO_PGRP, process_group, 19)
+    except (AttributeError, OSError):
+        return False
+    with contextlib.suppress(OSError):
+        if os.getsid(process_group) == process_group:  # never the session of the grader that started it
+            with open(f"/proc/{process_group}/autogroup", "w") as autogroup:
+                autogroup.write("19")
+    return True
 
 
 class GraderBroke(Exception):
@@ -391,6 +417,7 @@ class Runner:
         self._ready = False
         self.notes: list[str] = []
         self.saw_not_written = False  # the student's code raised NotImplementedError (reset by the judge)
+        self.lowered = False  # given the lowest priority, after a request that ran long (lower_priority)
         self.kept: dict[Any, Any] = {}  # runners kept for this one's later checks (graders.ranks): closed with it
         self._closed = False
         _LIVE_RUNNERS.add(self)
@@ -429,7 +456,7 @@ class Runner:
         if self._dead:
             raise self._dead
         # Starting a process (a fresh interpreter under spawn) is not the student's time; loading their code is.
-        self._receive(START_TIMEOUT_S, waiting_for="starting the grading process")
+        self._receive(START_TIMEOUT_S, waiting_for="starting the grading process", lower=False)
         self._receive(self.limits.timeout, waiting_for="loading your code")
         self._ready = True
 
@@ -456,12 +483,17 @@ class Runner:
         """For multiprocessing.connection.wait: ready when a reply has come or the runner has ended."""
         return [self._conn, self.process.sentinel]
 
-    def _receive(self, timeout: float | None, waiting_for: str | None) -> Any:
+    def _receive(self, timeout: float | None, waiting_for: str | None, *, lower: bool = True) -> Any:
+        """The next reply, within ``timeout``; a runner still working after LOWER_PRIORITY_AFTER_S is lowered
+        (``lower``: not while it starts, which is the grader's own work)."""
         from graders import wire
 
-        deadline = None if not timeout else time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = None if not timeout else started + timeout
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
+            if lower and not self.lowered and time.monotonic() - started > LOWER_PRIORITY_AFTER_S:
+                self.lower_priority()
             if remaining is not None and remaining <= 0:
                 self.kill()
                 what = f"while {waiting_for}" if waiting_for else ""
@@ -524,6 +556,13 @@ class Runner:
                        "(os._exit() or a library that exits?); a function must return, not exit")
         self._dead = StudentCodeError(StudentError(kind, summary))
         raise self._dead
+
+    def lower_priority(self) -> None:
+        """This runner (and what it started) runs on spare CPU only from now on (see :func:`lower_priority`);
+        asked once, done where the system can."""
+        self.lowered = True
+        if self.process.pid is not None:
+            lower_priority(self.process.pid)  # the runner leads its own process group (_runner_main)
 
     # -- ending it ----------------------------------------------------------------------------------
     def kill(self) -> None:
@@ -917,8 +956,13 @@ def _end_with_the_judge(alive: Any) -> None:
 def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
     from graders import wire
 
-    if hasattr(os, "setpgrp"):
-        os.setpgrp()  # the judge kills this whole group: every process the student's code starts
+    if hasattr(os, "setsid"):
+        # A session of its own, and so a process group of its own: the judge kills this whole group, every process
+        # the student's code starts; and Linux shares CPU between sessions first (autogroups), so only a runner
+        # that leads its session can be given a lower priority than the others (lower_priority).
+        os.setsid()
+    elif hasattr(os, "setpgrp"):
+        os.setpgrp()
     if alive is not None:
         _end_with_the_judge(alive)
     _redirect(1, setup["stdout"])

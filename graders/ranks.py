@@ -67,6 +67,7 @@ from typing import Any
 import torch
 
 from graders.isolation import (
+    LOWER_PRIORITY_AFTER_S,
     START_TIMEOUT_S,
     GraderBroke,
     Limits,
@@ -433,10 +434,15 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
             runner.send(messages[r])
         except StudentCodeError as exc:
             outcomes[r] = ("student", exc.error)
-    deadline = None if not timeout else time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = None if not timeout else started + timeout
     pending = [r for r in range(world_size) if outcomes[r] is None]
     while pending:
         remaining = None if deadline is None else deadline - time.monotonic()
+        if time.monotonic() - started > LOWER_PRIORITY_AFTER_S:
+            for r in pending:
+                if not runners[r].lowered:
+                    runners[r].lower_priority()
         if remaining is not None and remaining <= 0:
             for r in pending:
                 runners[r].kill()
@@ -444,8 +450,9 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
                     "timeout", f"did not finish within {timeout:g} s and was stopped (an endless loop, far too "
                                "much work, or waiting for something the other ranks never do?)"))
             break
-        wait_for_any([w for r in pending for w in runners[r].waitables()],
-                     timeout=None if remaining is None else max(remaining, 0))
+        until_lowered = LOWER_PRIORITY_AFTER_S - (time.monotonic() - started)
+        waits = [t for t in (remaining, until_lowered if until_lowered > 0 else None) if t is not None]
+        wait_for_any([w for r in pending for w in runners[r].waitables()], timeout=max(min(waits), 0) if waits else None)
         for r in list(pending):
             if not runners[r].has_reply():
                 continue

@@ -94,3 +94,54 @@ def test_the_judge_is_told_which_exercises_the_test_cells_check():
         _cell("check('lr_range_test', globals())"),  # a demonstration cell
     ])
     assert exercises_checked(nb) == ["is_contiguous", "pad_collate"]
+
+
+class _Provisioner:
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+
+
+class _KernelManager:
+    def __init__(self, pgid: int) -> None:
+        self.provisioner = _Provisioner(pgid)
+
+
+@pytest.mark.parametrize("cell, seconds, lowered", [
+    (_cell("while True: pass", solution=True, grade_id="answer"), 1.0, True),    # still running: an endless loop
+    (_cell("def f(): return 1", solution=True, grade_id="answer"), 0.0, False),  # done at once
+    (_cell("import torch", locked=True, grade_id="opening"), 1.0, False),       # the instructor's slow imports
+])
+def test_a_kernel_whose_cell_keeps_running_is_lowered_to_spare_cpu(cell, seconds, lowered, monkeypatch):
+    """An answer cell that loops holds a core until nbgrader's cell timeout: after LOWER_PRIORITY_AFTER_S its
+    kernel gets only spare CPU (make grade grades on every core); the opening cell is never taken for one."""
+    from nbgrader.preprocessors import Execute
+
+    calls: list = []
+    monkeypatch.setattr(autograde, "LOWER_PRIORITY_AFTER_S", 0.3)
+    monkeypatch.setattr(autograde, "_lower_kernel_priority", lambda km: calls.append(km))
+    monkeypatch.setattr(Execute, "preprocess_cell", lambda self, cell, resources, index: (time.sleep(seconds), (cell, resources))[1])
+    runner = RunGradedPartOnly()
+    runner.km = "the kernel's manager"
+    assert runner.preprocess_cell(cell, {}, 0) == (cell, {})
+    time.sleep(0.5)  # a timer not cancelled would fire now
+    assert calls == (["the kernel's manager"] if lowered else [])
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities on this system (Windows)")
+def test_lowering_a_kernel_lowers_its_session_and_nothing_else():
+    """A kernel leads its own session (so its own Linux autogroup): both its nice and its session's become 19."""
+    import subprocess
+    import sys
+
+    kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        autograde._lower_kernel_priority(_KernelManager(kernel.pid))
+        assert os.getpriority(os.PRIO_PROCESS, kernel.pid) == 19
+        if os.path.exists(f"/proc/{kernel.pid}/autogroup"):
+            assert Path(f"/proc/{kernel.pid}/autogroup").read_text().split()[-1] == "19"
+        assert os.getpriority(os.PRIO_PROCESS, 0) == ours
+        autograde._lower_kernel_priority(_KernelManager(None))  # no kernel (yet): nothing to do, no error
+    finally:
+        kernel.kill()
+        kernel.wait()

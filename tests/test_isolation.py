@@ -141,6 +141,73 @@ def test_a_runner_cannot_outlive_its_check(tmp_path):
     assert not alive(pid)
 
 
+def _niceness(pid: int) -> tuple[int, int | None]:
+    """A process's nice value, and its session's (Linux autogroups; None where there are none)."""
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            session = int(f.read().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        session = None
+    return os.getpriority(os.PRIO_PROCESS, pid), session
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities on this system (Windows)")
+def test_a_runner_that_keeps_working_is_lowered_to_spare_cpu_and_still_stopped_at_its_limit(tmp_path, monkeypatch):
+    """An endless loop under make grade held a core until its time limit, slowing every other student's grading: a
+    runner still on one request after LOWER_PRIORITY_AFTER_S gets the lowest priority (its session's too, where
+    Linux shares CPU between sessions), and its time limit is unchanged. A quick request leaves it as it was."""
+    import threading
+
+    from graders import isolation
+    from graders.outcomes import StudentCodeError
+
+    monkeypatch.setattr(isolation, "LOWER_PRIORITY_AFTER_S", 0.5)
+    path = tmp_path / "answer.py"
+    path.write_text("def quick():\n    return 1\n\n\ndef endless():\n    while True:\n        pass\n")
+    runner = Runner(StudentSource.from_file(str(path), ["quick", "endless"]), seed=0, device="cpu",
+                    limits=Limits(timeout=2.5))
+    try:
+        assert runner.request(("call", "quick", (), {}, False)) == 1
+        pid = runner.process.pid
+        before = _niceness(pid)
+        assert not runner.lowered and before[0] == os.getpriority(os.PRIO_PROCESS, 0)
+        seen: list = []
+        watching = threading.Thread(target=lambda: (time.sleep(1.5), seen.append(_niceness(pid))))
+        watching.start()
+        start = time.monotonic()
+        with pytest.raises(StudentCodeError) as stopped:
+            runner.request(("call", "endless", (), {}, False))
+        watching.join()
+        assert stopped.value.error.kind == "timeout" and 2.4 < time.monotonic() - start < 5
+        assert runner.lowered and seen and seen[0][0] == 19, seen
+        if before[1] is not None:  # autogroups: the runner leads a session of its own, lowered with it
+            assert seen[0][1] == 19, seen
+        assert ended(pid)
+    finally:
+        runner.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "setpgrp"), reason="no process groups on this system (Windows)")
+def test_lowering_never_touches_the_graders_own_session(tmp_path):
+    """A process that does not lead its session (Linux shares CPU between sessions) is lowered alone: the session it
+    shares is the grader's, whose nice must stay."""
+    from graders.isolation import lower_priority
+
+    child = subprocess.Popen([sys.executable, "-c", "import os, time; os.setpgrp(); time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while os.getpgid(child.pid) != child.pid and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ours = _niceness(os.getpid())
+        assert lower_priority(child.pid) == hasattr(os, "setpriority")
+        if hasattr(os, "getpriority"):
+            assert _niceness(child.pid)[0] == 19
+        assert _niceness(os.getpid()) == ours
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_spawn_start_method_grades_a_notebook_answer(tmp_path):
     """macOS and Windows start processes with spawn: a notebook's answer must still reach the runner."""
     script = Path(__file__).parent / "spawn_notebook_answer.py"
