@@ -5,6 +5,8 @@ They live in the graders package because a runner imports a scenario by name, an
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.distributed as dist
 
@@ -18,7 +20,8 @@ def call_on_rank(student: RunnerStudent, rank: RankContext, name: str, value: fl
     out = student.call(name, t)
     return {"rank": rank.rank, "group_rank": dist.get_rank(), "world_size": dist.get_world_size(),
             "backend": dist.get_backend(), "device": rank.device, "pid": _pid(), "t": t.cpu(),
-            "out": out.cpu() if isinstance(out, torch.Tensor) else out, "forked_from_the_forkserver": _forked()}
+            "out": out.cpu() if isinstance(out, torch.Tensor) else out, "forked_from_the_forkserver": _forked(),
+            "env": {name: os.environ.get(name) for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}}
 
 
 def call_then_observe(student: RunnerStudent, rank: RankContext, name: str, value: float, second: str) -> dict:

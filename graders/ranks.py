@@ -241,19 +241,18 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
         collective_timeout = min(collective_timeout, timeout / 2)
     workdir = tempfile.mkdtemp(prefix="course-ranks-")
     owner = _owner(student)
-    key = (world_size, backend, tuple(devices))
-    runners: list[_RankRunner] = _reuse(owner, key, seed)
+    env_base = {**DEBUG_ENV, **loopback_env(), "WORLD_SIZE": str(world_size)}
+    if backend == "nccl":
+        env_base["TORCH_NCCL_BLOCKING_WAIT"] = "1"  # a timed-out NCCL collective raises, not aborts
+    envs = [{**env_base, "RANK": str(r), "LOCAL_RANK": str(r)} for r in range(world_size)]
+    runners, spare = _reuse(owner, backend, envs, seed)
     outcomes: list[tuple] = []
     try:
         rendezvous = f"file://{Path(workdir, 'rendezvous').as_posix()}"
-        env_base = {**DEBUG_ENV, **loopback_env(), "WORLD_SIZE": str(world_size)}
-        if backend == "nccl":
-            env_base["TORCH_NCCL_BLOCKING_WAIT"] = "1"  # a timed-out NCCL collective raises, not aborts
-        if not runners:
+        if len(runners) < world_size:
             with _START_LOCK:
-                for r in range(world_size):
-                    env = {**env_base, "RANK": str(r), "LOCAL_RANK": str(r)}
-                    runners.append(_RankRunner(source, seed=seed, device=devices[r], limits=limits, env=env))
+                for r in range(len(runners), world_size):
+                    runners.append(_RankRunner(source, seed=seed, device=devices[r], limits=limits, env=envs[r]))
         for runner in runners:  # they load at the same time; a load error is the same on every rank
             runner.ready()
         messages = []
@@ -269,9 +268,10 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
         seconds = time.monotonic() - start
     finally:
         if owner is not None and _fit_to_keep(outcomes, runners):
-            run_notes = _keep(owner, key, runners, workdir)
+            run_notes = _keep(owner, backend, runners, spare, workdir)
         else:
             run_notes = _close_all(runners)
+            _close_all(spare)
             workdir = _removed(workdir)
         logs = [_read_log(Path(workdir, f"rank{r}.log")) if workdir else "" for r in range(world_size)]
     run = _assemble(outcomes, world_size, backend, devices, run_notes, logs, seconds)
@@ -309,20 +309,23 @@ class _RankRunner(Runner):
         return self._receive(timeout, waiting_for=None)
 
 
-# A check's ranks are kept for its exercise's next run of as many ranks: a rank's process costs about 0.04 s of
-# CPU to fork, load the answer and tear down, and chapter 08 makes 10 runs of 2-3 ranks per exercise pass, twice
-# per submission under make grade (its kernel, then its grade of record). They are kept only when every rank's
-# scenario returned (or every rank raised NotImplementedError: _fit_to_keep) and the ranks then left the group
-# together; the next run resets each one's torch state and
-# seeds and loads the answer afresh (a module-level flag or cache of the student's must not carry a check's state
-# into the next: fixtures bug_only_first_call and bug_caches_group_size), then joins a fresh group. Anything else
-# (an error, a timeout, a crash, a rank that could not leave) ends them. They end with the check's runner.
+# A check's ranks are kept for its exercise's next run, whatever its number of ranks: a rank's process costs
+# about 0.07 s of CPU to fork, load the answer and tear down, and chapter 08 makes 10 runs of 2-4 ranks per
+# exercise pass, twice per submission under make grade (its kernel, then its grade of record). Rank r of the next
+# run is the kept rank r (a run of fewer ranks leaves the others aside, one of more starts the missing ones), so
+# an exercise's checks start as many processes as its largest run, where a world per size started 2 + 3 + ...
+# They are kept only when every rank's scenario returned (or every rank raised NotImplementedError: _fit_to_keep)
+# and the ranks then left the group together; the next run resets each one's torch state and seeds, gives it
+# its rank's environment (RANK, WORLD_SIZE, ...) and loads the answer afresh (a module-level flag or cache of the
+# student's must not carry a check's state into the next: fixtures bug_only_first_call and
+# bug_caches_group_size), then joins a fresh group. Anything else (an error, a timeout, a crash, a rank that
+# could not leave) ends them. They end with the check's runner.
 LEAVE_TIMEOUT_S = 5.0  # for a kept world's ranks to have left the last group
 
 
 @dataclasses.dataclass
 class _KeptWorld:
-    runners: list["_RankRunner"]
+    runners: list["_RankRunner"]  # rank r of the last run (sent_end: it was in it, and its leaving is not read yet)
     workdir: str  # the last run's rendezvous, removed once the ranks have left it
 
     def close(self) -> None:
@@ -349,44 +352,52 @@ def _fit_to_keep(outcomes: list[tuple], runners: list["_RankRunner"]) -> bool:
                    for ending in endings))
 
 
-def _keep(owner: Runner, key: tuple, runners: list["_RankRunner"], workdir: str) -> list[list[str]]:
-    """Every rank leaves the group (the end-of-run collective, all together) and waits for the next run."""
+def _keep(owner: Runner, backend: str, runners: list["_RankRunner"], spare: list["_RankRunner"],
+          workdir: str) -> list[list[str]]:
+    """Every rank of the run leaves the group (the end-of-run collective, all together) and waits for the next run,
+    with the kept ranks this run did not need after them."""
     for runner in runners:
         if not runner.sent_end and not runner.send_quietly(_END_MESSAGE):
             notes = _close_all(runners)
+            _close_all(spare)
             _removed(workdir)
             return notes
         runner.sent_end = True
-    previous = owner.kept.pop(key, None)
+    previous = owner.kept.pop(backend, None)
     if previous is not None:
         previous.close()
-    owner.kept[key] = _KeptWorld(runners, workdir)
+    owner.kept[backend] = _KeptWorld([*runners, *spare], workdir)
     return [runner.take_notes() for runner in runners]
 
 
-def _reuse(owner: Runner | None, key: tuple, seed: int) -> list["_RankRunner"]:
-    """The ranks kept for ``key``, once each has left the last group and been reset and seeded; [] when none are
-    kept or one of them is not fit to go on (then they are all ended)."""
-    world = owner.kept.pop(key, None) if owner is not None else None
+def _reuse(owner: Runner | None, backend: str, envs: list[dict[str, str]],
+           seed: int) -> tuple[list["_RankRunner"], list["_RankRunner"]]:
+    """The kept ranks for a run of ``len(envs)`` ranks on ``backend``: the first of them, each once it has left the
+    last group and been reset, seeded, given rank r's environment and the answer afresh; and the others, set aside
+    for a later run. ([], []) when none are kept or one is not fit to go on (then they are all ended)."""
+    world = owner.kept.pop(backend, None) if owner is not None else None
     if world is None:
-        return []
+        return [], []
+    used, spare = world.runners[:len(envs)], world.runners[len(envs):]
     try:
         for runner in world.runners:
+            if not runner.sent_end:  # set aside by the last run: it left its group before
+                continue
             left = runner.receive(LEAVE_TIMEOUT_S)
             runner.take_notes()  # what leaving printed belongs to no check
             if left is not True:
                 raise GraderBroke("a rank could not leave its process group")
             runner.sent_end = False
-        for runner in world.runners:  # all at once: torch's state reset, seeded, the answer loaded afresh
+        for runner, env in zip(used, envs):  # all at once: torch's state reset, seeded, the answer loaded afresh
             runner.source = owner.source  # with the notebook's cells as they are now (Runner.reload)
-            runner.send(("reload", seed, owner.source.lines))
-        for runner in world.runners:
+            runner.send(("reload", seed, owner.source.lines, env))
+        for runner in used:
             runner.receive(LEAVE_TIMEOUT_S)
     except (StudentCodeError, GraderBroke, CheckFailed):
         world.close()
-        return []
+        return [], []
     _removed(world.workdir)
-    return world.runners
+    return used, spare
 
 
 def _removed(workdir: str) -> str:

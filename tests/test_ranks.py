@@ -237,9 +237,11 @@ def test_what_a_rank_printed_without_a_newline_is_a_note_too(answer, leftovers):
 
 
 def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer):
-    """Ranks are kept for the exercise's next run of as many ranks once every rank returned (or every rank raised
+    """Ranks are kept for the exercise's next run once every rank returned (or every rank raised
     NotImplementedError: a blank answer's checks): the same processes, but the student's module state loaded
-    afresh (a counter the answer keeps starts again at every run)."""
+    afresh (a counter the answer keeps starts again at every run). Rank r of a run is kept rank r: a larger run
+    starts only the ranks missing, a smaller one leaves the others aside, and each rank gets its run's
+    environment (RANK, WORLD_SIZE)."""
     runner = Runner(answer, seed=7, device="cpu", limits=Limits(timeout=5))
     try:
         runner.ready()
@@ -253,7 +255,16 @@ def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer
         refilled = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
         assert [r["pid"] for r in refilled] == [r["pid"] for r in first], "every rank not written: kept too"
         three = ranks.run_on_ranks(student, demos.call_on_rank, 3, args("average", (1.0, 2.0, 3.0))).values()
-        assert not {r["pid"] for r in three} & {r["pid"] for r in first}, "another size is another world"
+        assert [r["pid"] for r in three][:2] == [r["pid"] for r in first], "a larger run: the kept ranks first"
+        assert three[2]["pid"] not in [r["pid"] for r in first], "and the missing rank started"
+        assert [r["out"].tolist() for r in three] == [[2.0] * 4] * 3
+        assert [r["env"] for r in three] == [{"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "3"} for r in range(3)]
+        smaller = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("counts_calls")).values()
+        assert [r["pid"] for r in smaller] == [r["pid"] for r in first], "a smaller run: the first kept ranks"
+        assert [r["out"].tolist() for r in smaller] == [[4.0] * 4] * 2, "the answer's counter must start afresh"
+        assert [r["env"] for r in smaller] == [{"RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2"} for r in range(2)]
+        again = ranks.run_on_ranks(student, demos.call_on_rank, 3, args("average", (1.0, 2.0, 3.0))).values()
+        assert [r["pid"] for r in again] == [r["pid"] for r in three], "the rank set aside serves the next larger run"
         failed = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("raise_on_one"))
         assert not failed.passed
         after = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
@@ -262,7 +273,8 @@ def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer
         assert not alone.passed and alone.errors[1].not_written and not alone.errors[0].not_written
         last = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
         assert not {r["pid"] for r in last} & {r["pid"] for r in after}, "one rank not written, one stuck: ended"
-        kept = [r["pid"] for r in last + three]
+        assert ended(three[2]["pid"]), "a failed run ends the ranks it had set aside too"
+        kept = [r["pid"] for r in last]
     finally:
         runner.close()
     assert ended(*kept), "kept ranks end with the check's runner"
