@@ -960,7 +960,10 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
         # A session of its own, and so a process group of its own: the judge kills this whole group, every process
         # the student's code starts; and Linux shares CPU between sessions first (autogroups), so only a runner
         # that leads its session can be given a lower priority than the others (lower_priority).
-        os.setsid()
+        try:
+            os.setsid()
+        except OSError:  # already a group's leader (never seen): a group of its own is what the kill needs
+            os.setpgrp()
     elif hasattr(os, "setpgrp"):
         os.setpgrp()
     if alive is not None:
