@@ -24,8 +24,11 @@ registry.load_all_chapters()
 # package's entry points on the first process group of a process (6: chapter 08 starts 2-3 ranks per run), and
 # load what torch.save, which sends each reply, imports on its first call (2).
 isolation.judge_only_functions()
-if torch.distributed.is_available() and hasattr(torch.distributed.distributed_c10d.Backend, "_ensure_backend_registered"):
-    torch.distributed.distributed_c10d.Backend._ensure_backend_registered("gloo")
+if torch.distributed.is_available():
+    _backend = torch.distributed.distributed_c10d.Backend
+    if hasattr(_backend, "_ensure_backend_registered"):  # a private helper: where torch has none, nothing to do
+        _backend._ensure_backend_registered("gloo")
+    del _backend
 wire.to_bytes(wire.encode(None))
 
 # Where a GPU exists, nothing here may touch it, not even to ask whether it is there: torch.cuda.is_available()

@@ -803,7 +803,8 @@ def _withhold_judge_code() -> None:
 def judge_only_functions() -> tuple[tuple[types.ModuleType, str], ...]:
     """Where each ``judge_only`` grader function is bound: (module, attribute). Found once in the forkserver
     (graders._preload), so each runner forked from it only replaces them: the search visits every module of the
-    graders, about 7 ms of CPU in a runner, and chapter 08 starts some 26 runners and ranks per submission."""
+    graders, about 7 ms of CPU in a runner, and make grade starts some 18 runners and ranks per chapter-08
+    submission."""
     from graders import registry
 
     registry.load_all_chapters()

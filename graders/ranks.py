@@ -463,7 +463,8 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
             break
         until_lowered = LOWER_PRIORITY_AFTER_S - (time.monotonic() - started)
         waits = [t for t in (remaining, until_lowered if until_lowered > 0 else None) if t is not None]
-        wait_for_any([w for r in pending for w in runners[r].waitables()], timeout=max(min(waits), 0) if waits else None)
+        wait_for_any([w for r in pending for w in runners[r].waitables()],
+                     timeout=max(min(waits), 0) if waits else None)
         for r in list(pending):
             if not runners[r].has_reply():
                 continue

@@ -119,7 +119,11 @@ def test_a_kernel_whose_cell_keeps_running_is_lowered_to_spare_cpu(cell, seconds
     calls: list = []
     monkeypatch.setattr(autograde, "LOWER_PRIORITY_AFTER_S", 0.3)
     monkeypatch.setattr(autograde, "_lower_kernel_priority", lambda km: calls.append(km))
-    monkeypatch.setattr(Execute, "preprocess_cell", lambda self, cell, resources, index: (time.sleep(seconds), (cell, resources))[1])
+    def slow_cell(self, cell, resources, index):
+        time.sleep(seconds)
+        return cell, resources
+
+    monkeypatch.setattr(Execute, "preprocess_cell", slow_cell)
     runner = RunGradedPartOnly()
     runner.km = "the kernel's manager"
     assert runner.preprocess_cell(cell, {}, 0) == (cell, {})
