@@ -1013,7 +1013,6 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             _reset_global_state(message[1])  # runner loads it, so no state of the student's outlives a check
             setup["lines"] = message[2]  # the notebook's cells as the judge knows them now
             if len(message) > 3:  # a kept rank's environment for its next run (RANK, WORLD_SIZE, ...)
-                setup["env"] = message[3]
                 os.environ.update(message[3])
             try:
                 namespace, student = _load_checked(setup)

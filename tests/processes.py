@@ -1,5 +1,6 @@
 """Whether a process the tests started (or one it started) is still running: shared by the isolation, rank,
-range-stream and class-grading tests, which all prove that nothing outlives a check."""
+range-stream and class-grading tests, which all prove that nothing outlives a check; and how nice it is (the
+isolation and autograde tests, which prove that a looping answer is lowered)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,12 @@ def ended(*pids: int, within: float = 5.0) -> bool:
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     return not any(alive(pid) for pid in pids)
+
+
+def niceness(pid: int) -> tuple[int, int | None]:
+    """A process's nice value, and its session's (Linux autogroups; None where there are none)."""
+    try:
+        session = int(Path(f"/proc/{pid}/autogroup").read_text().split("nice")[1])
+    except (OSError, IndexError, ValueError):
+        session = None
+    return os.getpriority(os.PRIO_PROCESS, pid), session

@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 
 import graders
 from graders.isolation import Limits, Runner, StudentSource
-from tests.processes import alive, ended
+from tests.processes import alive, ended, niceness
 
 HOSTILE = sorted((Path(__file__).parent / "hostile").glob("*.py"))
 
@@ -141,16 +143,6 @@ def test_a_runner_cannot_outlive_its_check(tmp_path):
     assert not alive(pid)
 
 
-def _niceness(pid: int) -> tuple[int, int | None]:
-    """A process's nice value, and its session's (Linux autogroups; None where there are none)."""
-    try:
-        with open(f"/proc/{pid}/autogroup") as f:
-            session = int(f.read().split("nice")[1])
-    except (OSError, IndexError, ValueError):
-        session = None
-    return os.getpriority(os.PRIO_PROCESS, pid), session
-
-
 @pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities on this system (Windows)")
 def test_a_runner_that_keeps_working_is_lowered_to_spare_cpu_and_still_stopped_at_its_limit(tmp_path, monkeypatch):
     """An endless loop under make grade held a core until its time limit, slowing every other student's grading: a
@@ -169,10 +161,10 @@ def test_a_runner_that_keeps_working_is_lowered_to_spare_cpu_and_still_stopped_a
     try:
         assert runner.request(("call", "quick", (), {}, False)) == 1
         pid = runner.process.pid
-        before = _niceness(pid)
+        before = niceness(pid)
         assert not runner.lowered and before[0] == os.getpriority(os.PRIO_PROCESS, 0)
         seen: list = []
-        watching = threading.Thread(target=lambda: (time.sleep(1.5), seen.append(_niceness(pid))))
+        watching = threading.Thread(target=lambda: (time.sleep(1.5), seen.append(niceness(pid))))
         watching.start()
         start = time.monotonic()
         with pytest.raises(StudentCodeError) as stopped:
@@ -198,11 +190,11 @@ def test_lowering_never_touches_the_graders_own_session(tmp_path):
         deadline = time.monotonic() + 10
         while os.getpgid(child.pid) != child.pid and time.monotonic() < deadline:
             time.sleep(0.01)
-        ours = _niceness(os.getpid())
+        ours = niceness(os.getpid())
         assert lower_priority(child.pid) == hasattr(os, "setpriority")
         if hasattr(os, "getpriority"):
-            assert _niceness(child.pid)[0] == 19
-        assert _niceness(os.getpid()) == ours
+            assert niceness(child.pid)[0] == 19
+        assert niceness(os.getpid()) == ours
     finally:
         child.kill()
         child.wait()
@@ -286,8 +278,10 @@ def test_a_judge_that_exits_with_runners_still_open_ends_and_so_do_they(tmp_path
     answer = tmp_path / "answer.py"
     answer.write_text("import torch.distributed as dist\n\n\ndef average(t):\n    dist.all_reduce(t)\n"
                       "    return t / dist.get_world_size()\n")
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    # The judge's temporary folder, short: its forkserver's socket lives there, and a Unix socket's path holds about
+    # 100 bytes (under pytest-xdist, tmp_path/"tmp" took 76 of them, and the test failed once pytest's numbered
+    # folders reached pytest-100).
+    temp = Path(tempfile.mkdtemp(prefix="cx"))
     judge = textwrap.dedent(f"""
         from graders import _rank_demos, ranks
         from graders.isolation import Limits, Runner, StudentSource, warm_up
@@ -303,13 +297,16 @@ def test_a_judge_that_exits_with_runners_still_open_ends_and_so_do_they(tmp_path
             next(iter(runner.kept.values())).runners[0].close(at_once=True)
         print(*pids, flush=True)
     """)  # and ends, all of them still open
-    done = subprocess.run([sys.executable, "-c", judge], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "TMPDIR": str(temp)})
-    assert done.returncode == 0, done.stderr
-    pids = [int(pid) for pid in done.stdout.split()]
-    assert len(pids) == (3 if "rank" in open_at_exit else 1)
-    assert ended(*pids), [pid for pid in pids if alive(pid)]
-    assert not [p.name for p in temp.iterdir() if p.name.startswith(("course-check-", "course-ranks-"))]
+    try:
+        done = subprocess.run([sys.executable, "-c", judge], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "TMPDIR": str(temp)})
+        assert done.returncode == 0, done.stderr
+        pids = [int(pid) for pid in done.stdout.split()]
+        assert len(pids) == (3 if "rank" in open_at_exit else 1)
+        assert ended(*pids), [pid for pid in pids if alive(pid)]
+        assert not [p.name for p in temp.iterdir() if p.name.startswith(("course-check-", "course-ranks-"))]
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="forking a warm process is for systems that fork (not Windows)")
