@@ -140,9 +140,11 @@ def test_lowering_a_kernel_lowers_its_session_and_nothing_else():
 
     kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
-        ours = niceness(os.getpid())
+        ours, before = niceness(os.getpid()), niceness(kernel.pid)
         autograde._lower_kernel_priority(_KernelManager(kernel.pid))
-        assert niceness(kernel.pid) == (19, 19 if ours[1] is not None else None)
+        # Its session's nice exists where it has an autogroup of its own (a new session gets one whenever Linux has
+        # autogroups), whether or not ours has one: CI's pytest runs in the root autogroup, which shows none.
+        assert niceness(kernel.pid) == (19, 19 if before[1] is not None else None)
         assert niceness(os.getpid()) == ours
         autograde._lower_kernel_priority(_KernelManager(None))  # no kernel (yet): nothing to do, no error
     finally:
