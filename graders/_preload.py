@@ -38,12 +38,24 @@ wire.to_bytes(wire.encode(None))
 # step asks for the accelerator. So the judge, which may ask, decides before it starts this forkserver
 # (graders.isolation._context sets COURSE_RUNNER_WARM_OPTIMIZERS=0 where a GPU exists), and this file only reads
 # its answer.
+_optimizers_warm = False
+
+
+def warm_optimizers() -> None:
+    """Build and step an optimizer once, which imports torch's compiler stack (about 1 s): done at import unless
+    ``COURSE_RUNNER_WARM_OPTIMIZERS=0``, or later, by a judge that forked a cold helper first
+    (graders.judge_server); once per process."""
+    global _optimizers_warm
+    if _optimizers_warm:
+        return
+    model = nn.Linear(2, 1)
+    for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(model.parameters())):
+        for parameter in model.parameters():
+            parameter.grad = torch.ones_like(parameter)  # gradients set by hand: no backward here (see above)
+        optimizer.step()
+        optimizer.zero_grad()
+    _optimizers_warm = True
+
+
 if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
-    # Gradients are set by hand: no backward here (see above).
-    _model = nn.Linear(2, 1)
-    for _optimizer in (torch.optim.SGD(_model.parameters(), lr=0.1, momentum=0.9), torch.optim.Adam(_model.parameters())):
-        for _parameter in _model.parameters():
-            _parameter.grad = torch.ones_like(_parameter)
-        _optimizer.step()
-        _optimizer.zero_grad()
-    del _model, _optimizer, _parameter
+    warm_optimizers()

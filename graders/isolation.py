@@ -263,7 +263,9 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
             # Warm this process as the forkserver would warm itself, then fork it: both are warm for one import.
             # A grader that builds an optimizer in the judge (lr_range_test, for instance) otherwise paid torch's
             # compiler-stack import there, 0.9-1.0 s, inside a student's first check.
-            importlib.import_module("graders._preload")
+            preload = importlib.import_module("graders._preload")
+            if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
+                preload.warm_optimizers()  # done at its import, unless that import was cold (judge_server's helper)
             with _forkserver_started_by_fork():
                 forkserver.ensure_running()
         else:

@@ -53,6 +53,8 @@ from graders.outcomes import GRADER_ERROR, CheckResult, Report, StudentError
 
 SOCKET_ENV = "COURSE_JUDGE_SOCKET"
 KERNEL_CONNECTED = "shared judge: a kernel connected"
+COLD_HELPER_STARTED = "shared judge: its first exercises served by a cold helper, pid"
+WARM_ENV = "COURSE_RUNNER_WARM_OPTIMIZERS"  # "0": graders._preload builds no optimizer (graders.isolation)
 SHARED_IO_TIMEOUT_S = 10.0  # reading one request or writing one reply; a request is written all at once
 SHARED_REQUEST_LIMIT = 1 << 30  # bytes: an answer's names, pickled; a larger header is not a request
 
@@ -195,28 +197,115 @@ def serve_shared(path: str, exercises: list[str] | None = None) -> None:
     It listens before it warms up, so a kernel that connects early waits in the backlog rather than starting a
     judge of its own. A kernel that connects while an earlier one's connection is still open replaces it: only
     the newest kernel of a worker is alive (an old one may have left its socket to a process it started).
+    ``exercises`` (a notebook being autograded) may start a cold helper first (:func:`_start_cold_helper`).
     """
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     listener.bind(path)
     listener.listen(8)
+    helper = _start_cold_helper(listener, exercises)
     answer, kept = _answerer(shared=True, exercises=exercises)
     try:
-        _serve_kernels(listener, answer)
+        _serve_kernels(listener, answer, helper=helper)
     finally:
         kept.close()
+        if helper is not None:
+            with contextlib.suppress(OSError):
+                os.waitpid(helper.pid, os.WNOHANG)
 
 
-def _serve_kernels(listener: socket.socket, answer) -> None:
+@dataclasses.dataclass
+class _Helper:
+    """The judge's side of its cold helper: the helper's pid, and the socket it hands its kernel over on."""
+
+    pid: int
+    handover: socket.socket
+
+
+def _start_cold_helper(listener: socket.socket, exercises: list[str] | None) -> _Helper | None:
+    """Serve a notebook's first exercises from a fork of this judge that never warms torch's compiler stack.
+
+    Where a later exercise of the notebook needs that stack (an optimizer, FakeTensorMode, gradcheck) and the
+    first ones do not, the judge still imported it (0.8-1.0 s on a 2-core laptop) before its first answer, and the
+    kernel's first check cell waited for it (issue 14: 0.6 s in a chapter-04 autograde, 0.5 s in a chapter-08
+    one). So, once torch
+    and the graders are imported, this judge forks a helper that serves the kernel at once (its runners forked
+    from a cold forkserver of its own, which also forks them faster), while this judge warms up meanwhile on the
+    other core. At the first request for any other exercise, the helper hands this judge the kernel's connection
+    and that request, and ends. Both are forks of one process that has computed nothing yet: verdicts are the
+    same whichever answers. None when there is nothing to gain, or this process cannot be forked safely.
+    """
+    from graders.isolation import fork_is_safe, needs_compiler_stack
+
+    if not exercises or not hasattr(socket, "send_fds"):
+        return None
+    cold = [e for e in exercises if not needs_compiler_stack(e)]
+    if exercises[0] not in cold or len(cold) == len(exercises):
+        return None
+    previous = os.environ.get(WARM_ENV)
+    os.environ[WARM_ENV] = "0"
+    try:
+        import graders._preload  # noqa: F401 - torch and the graders, imported once for both; no optimizer yet
+    finally:
+        if previous is None:
+            os.environ.pop(WARM_ENV, None)
+        else:
+            os.environ[WARM_ENV] = previous
+    if not fork_is_safe():
+        return None
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the helper: serves, then ends as any Python program does (multiprocessing cleans up after it)
+        try:
+            ours.close()
+            answer, kept = _answerer(shared=True, exercises=cold)
+            try:
+                _serve_kernels(listener, answer, hand_over_to=theirs, serves=set(cold))
+            finally:
+                kept.close()
+        finally:
+            sys.exit(0)  # never back into the judge's own code
+    theirs.close()
+    print(f"{COLD_HELPER_STARTED} {pid}", flush=True)  # to the log
+    return _Helper(pid, ours)
+
+
+def _serve_kernels(listener: socket.socket, answer, *, helper: _Helper | None = None,
+                   hand_over_to: socket.socket | None = None, serves: set[str] | None = None) -> None:
+    """Serve kernels until stdin closes. ``helper``: while it runs, the helper accepts and serves them, and this
+    process waits for the connection it hands over. ``hand_over_to`` and ``serves`` (the helper): a request for
+    an exercise outside ``serves`` is handed over with its connection, and the helper ends; so it does when the
+    judge has gone."""
     stop = sys.stdin.fileno()
     current: socket.socket | None = None
     stream: Any = None
     while True:
-        watched = [stop, listener] + ([current] if current is not None else [])
+        watched = [stop, helper.handover if helper is not None else listener]
+        watched += [current] if current is not None else []
+        watched += [hand_over_to] if hand_over_to is not None else []
         ready, _, _ = select.select(watched, [], [])
         if stop in ready and not os.read(stop, 4096):
             return  # the worker has gone
+        if hand_over_to is not None and hand_over_to in ready:
+            return  # the judge has gone
+        if helper is not None and helper.handover in ready:
+            taken = _take_over(helper.handover)
+            helper.handover.close()
+            helper = None  # from now on this process accepts kernels itself
+            if taken is None:
+                continue
+            if current is not None:
+                _hang_up(current, stream)
+            current, body = taken
+            current.settimeout(SHARED_IO_TIMEOUT_S)
+            stream = current.makefile("rwb")
+            try:
+                _write(stream, answer(body))
+            except OSError:
+                _hang_up(current, stream)
+                current = stream = None
+            continue
         if listener in ready:
             if current is not None:
                 _hang_up(current, stream)
@@ -232,10 +321,46 @@ def _serve_kernels(listener: socket.socket, answer) -> None:
                 body = _read(stream, limit=SHARED_REQUEST_LIMIT)
                 if body is None:
                     raise OSError("the kernel closed its connection, or sent more than a request can hold")
+                if serves is not None and hand_over_to is not None and _exercise_of(body) not in serves:
+                    _hand_over(hand_over_to, current, body)
+                    _hang_up(current, stream)
+                    return
                 _write(stream, answer(body))
             except OSError:
                 _hang_up(current, stream)
                 current = stream = None
+
+
+def _exercise_of(body: bytes) -> str | None:
+    try:
+        return json.loads(body)["exercise"]
+    except (ValueError, KeyError, TypeError):
+        return None  # not a request this helper can read: the judge answers it, as it answers any
+
+
+def _hand_over(to: socket.socket, connection: socket.socket, body: bytes) -> None:
+    """The kernel's connection (its descriptor) and the request read from it, to the judge."""
+    socket.send_fds(to, [b"k"], [connection.fileno()])
+    to.sendall(_HEADER.pack(len(body)) + body)
+
+
+def _take_over(handover: socket.socket) -> tuple[socket.socket, bytes] | None:
+    """The connection and request the helper handed over; None when it ended without one."""
+    try:
+        marker, fds, _, _ = socket.recv_fds(handover, 1, 1)
+    except OSError:
+        return None
+    if not marker or not fds:
+        for fd in fds:
+            os.close(fd)
+        return None
+    connection = socket.socket(fileno=fds[0])
+    with handover.makefile("rb") as reader:
+        body = _read(reader)
+    if body is None:
+        connection.close()
+        return None
+    return connection, body
 
 
 def _hang_up(connection: socket.socket, stream: Any) -> None:

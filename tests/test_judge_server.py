@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from graders.isolation import StudentSource
-from graders.judge_server import SOCKET_ENV, request_from_json, request_to_json
+from graders.judge_server import COLD_HELPER_STARTED, SOCKET_ENV, request_from_json, request_to_json
 from graders.outcomes import StudentError
+from tests.processes import alive, ended
 
 SLIDING = Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window"
 
@@ -211,3 +212,84 @@ def test_a_request_interrupted_on_the_shared_judge_sends_the_next_ones_to_a_judg
             client._channel()
     finally:
         client.stop()
+
+
+# --------------------------------------------------------------------------------------------------
+# An autograded notebook's judge: its first exercises served by a cold helper while it warms up
+# --------------------------------------------------------------------------------------------------
+LR_RANGE = Path(__file__).parent / "submissions" / "ch04_data" / "lr_range_test"
+
+
+def _ask(stream, exercise: str, checks: list[str], answer: Path, names: list[str]) -> dict:
+    import json
+
+    from graders.judge_server import _read, _write
+
+    request = {**_request(StudentSource.from_file(str(answer), names)), "exercise": exercise, "checks": checks}
+    _write(stream, request_to_json(request))
+    reply = json.loads(_read(stream))
+    assert "report" in reply, reply
+    return {check["name"]: check["status"] for check in reply["report"]["results"]}
+
+
+def _helper_in_log(log) -> int | None:
+    """The helper's pid from what the judge has written so far (never waiting for more)."""
+    import select
+
+    written = b""
+    while select.select([log], [], [], 0)[0] and (chunk := os.read(log.fileno(), 1 << 16)):
+        written += chunk
+    for line in written.decode().splitlines():
+        if line.startswith(COLD_HELPER_STARTED):
+            return int(line.split()[-1])
+    return None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists() or not hasattr(__import__("socket"), "send_fds"),
+                    reason="needs Linux's /proc and passing descriptors over Unix sockets")
+@pytest.mark.parametrize("hint, helper_expected", [
+    ("sliding_window,lr_range_test", True),    # a cold exercise first, one needing torch's compiler stack later
+    ("lr_range_test,sliding_window", False),   # the first needs it: nothing to gain
+    ("sliding_window", False),                 # none needs it
+])
+def test_a_hinted_judge_serves_its_first_exercises_from_a_cold_helper_that_hands_the_kernel_over(hint, helper_expected):
+    """Told the notebook's exercises, a judge whose first exercises need no optimizer forks a helper that answers
+    them at once while the judge warms up; at the first request for another exercise the helper hands over the
+    kernel's connection, with that request, and ends. The kernel sees one connection and every verdict."""
+    import socket
+
+    folder = Path(tempfile.mkdtemp(prefix="hj"))  # a short path: a Unix socket's may not exceed ~100 bytes
+    path = folder / "judge"
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}
+    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path), "--exercises", hint],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    sliding = (sorted(SLIDING.glob("correct_*.py"))[0], ["sliding_window"])
+    lr_range = (sorted(LR_RANGE.glob("correct_*.py"))[0], ["lr_range_test", "suggest_lr"])
+    try:
+        deadline = time.monotonic() + 60
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(str(path))
+            stream = connection.makefile("rwb")
+            assert _ask(stream, "sliding_window", ["contiguous_input"], *sliding) == {"contiguous_input": "passed"}
+            helper = None
+            if helper_expected:  # the judge says so in its log as it starts the helper, before the first reply
+                helper = _helper_in_log(judge.stdout)
+                assert helper is not None and alive(helper)
+            assert _ask(stream, "lr_range_test", ["validates_arguments"], *lr_range) == {"validates_arguments": "passed"}
+            if helper is not None:
+                assert ended(helper, within=30)  # handed over, and gone
+            wrong = SLIDING / "bug_as_strided_in_place.py"  # the judge itself now answers a cold exercise too
+            assert _ask(stream, "sliding_window", ["contiguous_input"], wrong, ["sliding_window"]) == \
+                {"contiguous_input": "failed"}
+            assert judge.poll() is None
+    finally:
+        judge.stdin.close()  # the worker has gone: the judge ends by itself
+        try:
+            judge.wait(timeout=30)
+            log = judge.stdout.read()  # its end: every process that held it (helper, forkservers) has ended
+        finally:
+            judge.kill()
+            shutil.rmtree(folder, ignore_errors=True)
+    assert COLD_HELPER_STARTED.encode() not in log  # said once, and read above, where expected
