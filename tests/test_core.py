@@ -209,6 +209,30 @@ def test_every_chapter_grader_module_loads():
     assert graders.LOAD_ERRORS == {}
 
 
+def test_every_exercise_lives_in_a_module_named_after_it():
+    """get_exercise imports an exercise's own module first (a kernel's first check cell no longer imports every
+    chapter's graders); that needs graders/chNN_<slug>/<exercise_id>.py."""
+    misplaced = {e.id: e.module for e in graders.exercises() if e.module.rsplit(".", 1)[-1] != e.id}
+    assert misplaced == {}
+
+
+def test_finding_an_exercise_imports_its_own_module_only():
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", (
+        "import sys\n"
+        "from graders.registry import UsageError, get_exercise\n"
+        "assert get_exercise('ddp_accumulation').names == ('ddp_accumulation_step',)\n"
+        "print(sorted(m for m in sys.modules if m.count('.') == 2 and m.startswith('graders.ch')))\n"
+        "try:\n"
+        "    get_exercise('no_such_exercise')\n"
+        "except UsageError as error:\n"
+        "    print('contiguous_strides' in str(error))\n")], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == ["['graders.ch08_ddp.ddp_accumulation']", "True"]  # an unknown one: all
+
+
 @pytest.mark.parametrize("got, expected, any_nonfinite, same", [
     (1.0 + 1e-6, 1.0, False, True), (1.0 + 1e-4, 1.0, False, False),
     (float("nan"), float("nan"), False, True), (float("inf"), float("inf"), False, True),
