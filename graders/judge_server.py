@@ -243,6 +243,8 @@ def _start_cold_helper(listener: socket.socket, exercises: list[str] | None) -> 
     cold = [e for e in exercises if not needs_compiler_stack(e)]
     if exercises[0] not in cold or len(cold) == len(exercises):
         return None
+    if not fork_is_safe():  # a GPU, a thread, a forkserver already: no helper (and nothing imported for one)
+        return None
     previous = os.environ.get(WARM_ENV)
     os.environ[WARM_ENV] = "0"
     try:
@@ -252,8 +254,6 @@ def _start_cold_helper(listener: socket.socket, exercises: list[str] | None) -> 
             os.environ.pop(WARM_ENV, None)
         else:
             os.environ[WARM_ENV] = previous
-    if not fork_is_safe():
-        return None
     ours, theirs = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the helper: serves, then ends as any Python program does (multiprocessing cleans up after it)
