@@ -28,8 +28,10 @@ made each shutdown wait 2.6 s for it.
 The server is a second torch import (2-3 s on a laptop). nbgrader's autograde starts a shared one before the
 kernel, told which exercises the test cells check, and the kernel connects to it as it starts
 (:meth:`JudgeClient.start`, see :mod:`coursekit.autograde`): that import runs beside the kernel's start and the
-opening cell instead of after them. A kernel interrupted while the shared judge runs its request (a cell
-timeout) sends its later requests to a judge of its own rather than queue behind that request.
+opening cell instead of after them; where only a later exercise needs torch's compiler stack, a cold helper
+answers the first ones meanwhile (:func:`_start_cold_helper`). A kernel interrupted while the shared judge runs
+its request (a cell timeout) sends its later requests to a judge of its own rather than queue behind that
+request.
 """
 
 from __future__ import annotations
@@ -229,12 +231,11 @@ def _start_cold_helper(listener: socket.socket, exercises: list[str] | None) -> 
     Where a later exercise of the notebook needs that stack (an optimizer, FakeTensorMode, gradcheck) and the
     first ones do not, the judge still imported it (0.8-1.0 s on a 2-core laptop) before its first answer, and the
     kernel's first check cell waited for it (issue 14: 0.6 s in a chapter-04 autograde, 0.5 s in a chapter-08
-    one). So, once torch
-    and the graders are imported, this judge forks a helper that serves the kernel at once (its runners forked
-    from a cold forkserver of its own, which also forks them faster), while this judge warms up meanwhile on the
-    other core. At the first request for any other exercise, the helper hands this judge the kernel's connection
-    and that request, and ends. Both are forks of one process that has computed nothing yet: verdicts are the
-    same whichever answers. None when there is nothing to gain, or this process cannot be forked safely.
+    one). So, once torch and the graders are imported, this judge forks a helper that serves the kernel at once
+    (its runners forked from a cold forkserver of its own, which also forks them faster), while this judge warms
+    up on the other core. At the first request for any other exercise, the helper hands this judge the kernel's
+    connection and that request, and ends. Both are forks of one process that has computed nothing yet: verdicts
+    are the same whichever answers. None when there is nothing to gain, or this process cannot be forked safely.
     """
     from graders.isolation import fork_is_safe, needs_compiler_stack
 
