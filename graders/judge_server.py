@@ -237,10 +237,10 @@ def _start_cold_helper(listener: socket.socket, exercises: list[str] | None) -> 
     connection and that request, and ends. Both are forks of one process that has computed nothing yet: verdicts
     are the same whichever answers. None when there is nothing to gain, or this process cannot be forked safely.
     """
-    from graders.isolation import fork_is_safe, needs_compiler_stack
+    from graders.isolation import fork_is_safe, needs_compiler_stack, start_method
 
-    if not exercises or not hasattr(socket, "send_fds"):
-        return None
+    if not exercises or not hasattr(socket, "send_fds") or start_method() != "forkserver":
+        return None  # (spawned runners import everything themselves: a cold helper would gain nothing)
     cold = [e for e in exercises if not needs_compiler_stack(e)]
     if exercises[0] not in cold or len(cold) == len(exercises):
         return None
