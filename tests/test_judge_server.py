@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -245,8 +246,45 @@ def _helper_in_log(log) -> int | None:
     return None
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists() or not hasattr(__import__("socket"), "send_fds"),
-                    reason="needs Linux's /proc and passing descriptors over Unix sockets")
+@contextlib.contextmanager
+def _hinted_judge(hint: str):
+    """A judge started as nbgrader's autograde starts one (told the notebook's exercises), its temporary files in a
+    folder of their own; yields it, a kernel's connection to it, and that folder's leftovers once it has ended."""
+    import socket
+
+    folder = Path(tempfile.mkdtemp(prefix="hj"))  # a short path: a Unix socket's may not exceed ~100 bytes
+    path = folder / "judge"
+    env = {**{k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}, "TMPDIR": str(folder)}
+    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path), "--exercises", hint],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    left: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(str(path))
+            yield judge, connection.makefile("rwb"), left
+    finally:
+        judge.stdin.close()  # the worker has gone: the judge ends by itself
+        try:
+            judge.wait(timeout=30)
+            judge.stdout.read()  # its end: every process that held it (helper, forkservers) has ended
+            # torchinductor_<user>: torch's own cache, one per user (in /tmp, shared by every torch process), made by
+            # its compiler stack's import whoever imports it
+            left.extend(sorted(p.name for p in folder.iterdir()
+                               if p.name != "judge" and not p.name.startswith("torchinductor_")))
+        finally:
+            judge.kill()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+needs_descriptor_passing = pytest.mark.skipif(not hasattr(__import__("socket"), "send_fds"),
+                                              reason="needs Unix sockets that pass descriptors (not Windows)")
+SLIDING_CORRECT = (sorted(SLIDING.glob("correct_*.py"))[0], ["sliding_window"])
+
+
+@needs_descriptor_passing
 @pytest.mark.parametrize("hint, helper_expected", [
     ("sliding_window,lr_range_test", True),    # a cold exercise first, one needing torch's compiler stack later
     ("lr_range_test,sliding_window", False),   # the first needs it: nothing to gain
@@ -256,43 +294,35 @@ def test_a_hinted_judge_serves_its_first_exercises_from_a_cold_helper_that_hands
     """Told the notebook's exercises, a judge whose first exercises need no optimizer forks a helper that answers
     them at once while the judge warms up; at the first request for another exercise the helper hands over the
     kernel's connection, with that request, and ends. The kernel sees one connection and every verdict."""
-    import socket
-
     from graders.isolation import start_method
 
     helper_expected = helper_expected and start_method() == "forkserver"  # spawned runners: nothing to gain
-    folder = Path(tempfile.mkdtemp(prefix="hj"))  # a short path: a Unix socket's may not exceed ~100 bytes
-    path = folder / "judge"
-    env = {k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}
-    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path), "--exercises", hint],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    sliding = (sorted(SLIDING.glob("correct_*.py"))[0], ["sliding_window"])
     lr_range = (sorted(LR_RANGE.glob("correct_*.py"))[0], ["lr_range_test", "suggest_lr"])
-    try:
-        deadline = time.monotonic() + 60
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(str(path))
-            stream = connection.makefile("rwb")
-            assert _ask(stream, "sliding_window", ["contiguous_input"], *sliding) == {"contiguous_input": "passed"}
-            helper = None
-            if helper_expected:  # the judge says so in its log as it starts the helper, before the first reply
-                helper = _helper_in_log(judge.stdout)
-                assert helper is not None and alive(helper)
-            assert _ask(stream, "lr_range_test", ["validates_arguments"], *lr_range) == {"validates_arguments": "passed"}
-            if helper is not None:
-                assert ended(helper, within=30)  # handed over, and gone
-            wrong = SLIDING / "bug_as_strided_in_place.py"  # the judge itself now answers a cold exercise too
-            assert _ask(stream, "sliding_window", ["contiguous_input"], wrong, ["sliding_window"]) == \
-                {"contiguous_input": "failed"}
-            assert judge.poll() is None
-    finally:
-        judge.stdin.close()  # the worker has gone: the judge ends by itself
-        try:
-            judge.wait(timeout=30)
-            log = judge.stdout.read()  # its end: every process that held it (helper, forkservers) has ended
-        finally:
-            judge.kill()
-            shutil.rmtree(folder, ignore_errors=True)
-    assert COLD_HELPER_STARTED.encode() not in log  # said once, and read above, where expected
+    with _hinted_judge(hint) as (judge, stream, left):
+        assert _ask(stream, "sliding_window", ["contiguous_input"], *SLIDING_CORRECT) == {"contiguous_input": "passed"}
+        helper = _helper_in_log(judge.stdout)  # said in its log as it starts the helper, before the first reply
+        assert (helper is not None) == helper_expected
+        if helper is not None:
+            assert alive(helper)
+        assert _ask(stream, "lr_range_test", ["validates_arguments"], *lr_range) == {"validates_arguments": "passed"}
+        if helper is not None:
+            assert ended(helper, within=30)  # handed over, and gone
+        wrong = SLIDING / "bug_as_strided_in_place.py"  # the judge itself now answers a cold exercise too
+        assert _ask(stream, "sliding_window", ["contiguous_input"], wrong, ["sliding_window"]) == \
+            {"contiguous_input": "failed"}
+        assert judge.poll() is None
+    assert left == []
+
+
+@needs_descriptor_passing
+def test_a_helper_that_never_hands_over_ends_with_its_judge_and_leaves_nothing_behind():
+    """A notebook that never reaches its later exercises (a kernel that died, say): the helper still serves when
+    the judge is told to stop, and both end, with their forkservers, runners and temporary files."""
+    from graders.isolation import start_method
+
+    with _hinted_judge("sliding_window,lr_range_test") as (judge, stream, left):
+        assert _ask(stream, "sliding_window", ["contiguous_input"], *SLIDING_CORRECT) == {"contiguous_input": "passed"}
+        helper = _helper_in_log(judge.stdout)
+        assert (helper is not None) == (start_method() == "forkserver")
+    assert judge.returncode == 0 and (helper is None or ended(helper, within=30))
+    assert left == []
