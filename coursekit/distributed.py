@@ -67,6 +67,7 @@ DEFAULT_TIMEOUT_S = 60.0  # the whole run: joining the group, the function, leav
 DEFAULT_COLLECTIVE_TIMEOUT_S = 5.0  # one collective waiting for the other ranks
 RENDEZVOUS_TIMEOUT_S = 60.0  # joining the group: on a busy machine one rank can get there seconds after another
 START_TIMEOUT_S = 60.0  # a new rank process reporting that it is ready (importing torch under spawn takes seconds)
+FIT_FOR_NEXT_RUN = b"+"  # the first byte of a rank's reply: it joined and left its group (else b"-": see _run_job)
 ERROR_GRACE_S = 1.0  # once a rank has failed, how long the others may take to reply before they are killed
 _STDERR_TAIL = 2000  # characters of a failed rank's stderr kept in its error
 
@@ -130,8 +131,9 @@ class Ranks:
 
     ``start_method``: ``fork``, ``spawn`` or ``forkserver`` (default: ``multiprocessing``'s default; never
     fork for NCCL, since a forked child cannot use CUDA). The processes start at the first :meth:`run`. After
-    a run in which every rank replied (with a value or an error) they are kept for the next run; after a rank
-    died or did not reply in time, all are killed, and the next run starts new ones. Use it as a context
+    a run in which every rank replied (with a value or an error) and left its group they are kept for the next
+    run; after a rank died, did not reply in time or could not join or leave the group, all are killed, and the
+    next run starts new ones. Use it as a context
     manager, or call :meth:`close`. A process keeps what a function leaves in its modules (seed what you use
     in every function). Under fork, start the ranks while this process has run torch on one thread only: a
     child forked from a process whose OpenMP threads have run can hang at its first multi-threaded operation.
@@ -192,13 +194,15 @@ class Ranks:
                 connection.send_bytes(cloudpickle.dumps(job))
             try:
                 replies = self._collect(time.monotonic() + timeout)
-                all_replied = len(replies) == self.world_size and all(kind != "died" for kind, _ in replies.values())
+                all_replied = (len(replies) == self.world_size and all(kind != "died" for kind, _ in replies.values())
+                               and not self._state.unfit)
                 return self._values(replies, folder)
             finally:
                 _echo_stdout(folder, self.world_size)
                 shutil.rmtree(folder, ignore_errors=True)
         finally:
-            if not all_replied:  # a death, a timeout or Ctrl-C: no rank may stay half-way through a collective
+            if not all_replied:  # a death, a timeout, Ctrl-C or a rank unfit for the next run (see _run_job): no
+                # rank may stay half-way through a collective, and the next run starts new ones
                 self._state.stop()
 
     def close(self) -> None:
@@ -263,7 +267,10 @@ class Ranks:
                 if connections[rank] not in ready:
                     continue
                 try:
-                    replies[rank] = cloudpickle.loads(connections[rank].recv_bytes())
+                    reply = connections[rank].recv_bytes()
+                    if reply[:1] != FIT_FOR_NEXT_RUN:
+                        self._state.unfit.add(rank)
+                    replies[rank] = cloudpickle.loads(reply[1:])
                 except EOFError:  # it ended without replying: killed, crashed, os._exit, an abort in C++
                     processes[rank].join(timeout=1.0)
                     replies[rank] = ("died", processes[rank].exitcode)
@@ -295,6 +302,7 @@ class _State:
     def __init__(self) -> None:
         self.processes: list[Any] = []
         self.connections: list[Connection] = []
+        self.unfit: set[int] = set()  # ranks whose last run left torch's distributed state in doubt
         self.folder: Path | None = None
 
     def stop(self) -> None:
@@ -306,7 +314,7 @@ class _State:
             process.join(timeout=5.0)
         for connection in self.connections:
             connection.close()
-        self.processes, self.connections = [], []
+        self.processes, self.connections, self.unfit = [], [], set()
 
     def close(self) -> None:
         self.stop()
@@ -357,9 +365,9 @@ def _worker_main(rank: int, world_size: int, connection: Connection, folder: str
             return
         except KeyboardInterrupt:  # Ctrl-C in a notebook reaches the whole process group; the parent decides
             continue
-        message = _run_job(rank, world_size, job)
+        message, fit = _run_job(rank, world_size, job)
         try:
-            connection.send_bytes(message)
+            connection.send_bytes((FIT_FOR_NEXT_RUN if fit else b"-") + message)
         except (BrokenPipeError, OSError):
             return
 
@@ -376,12 +384,16 @@ def _exit_with_the_parent(rank: int, folder: str) -> None:
     os._exit(0)
 
 
-def _run_job(rank: int, world_size: int, job: dict[str, Any]) -> bytes:
-    """Join a fresh process group, run the function, leave the group; the reply, pickled."""
+def _run_job(rank: int, world_size: int, job: dict[str, Any]) -> tuple[bytes, bool]:
+    """Join a fresh process group, run the function, leave the group; the reply, pickled, and whether this rank may
+    serve the next run: it joined the group and left it. One that failed halfway through joining stays one group
+    ahead in torch's count of groups, which names the next group's rendezvous keys: at the next run it and the
+    others would wait for each other's keys under different names until the timeout (seen: 60 s)."""
     import torch
     import torch.distributed as dist
 
     folder = Path(job["folder"])
+    joined = False
     _redirect_output(folder / f"rank{rank}.out", folder / f"rank{rank}.err")
     saved_env = {name: os.environ.get(name) for name in job["env"]}
     try:
@@ -398,14 +410,18 @@ def _run_job(rank: int, world_size: int, job: dict[str, Any]) -> bytes:
                                 if set_timeout else collective_timeout)
         if set_timeout:  # the group is made: from now on, a collective waits collective_timeout at most
             set_timeout(collective_timeout)
+        joined = True
         try:
+            # Every rank has joined before any runs the function: a function that failed at once let its rank leave
+            # while another was still connecting to the group, and that one's joining failed halfway (see above).
+            _wait_until_all_joined(folder, rank, world_size, collective_timeout)
             function, args = cloudpickle.loads(job["payload"])
             data = cloudpickle.dumps(("ok", function(rank, world_size, *args)))
         except BaseException as error:
             data = _error_reply(error)  # before leaving the group: the time stamp must precede the consequences
         else:
-            # Leave together: a rank that ran no collective could otherwise tear the group down while another
-            # is still connecting to it. If another rank failed, this fails too; the value is kept anyway.
+            # Leave together: a rank that returned could otherwise tear the group down while another still runs a
+            # collective with it. If another rank failed, this fails too; the value is kept anyway.
             with contextlib.suppress(Exception):
                 dist.barrier()
         finally:
@@ -420,7 +436,17 @@ def _run_job(rank: int, world_size: int, job: dict[str, Any]) -> bytes:
             else:
                 os.environ[name] = value
         _redirect_output(os.devnull, os.devnull)  # the run's files are closed before the parent removes them
-    return data
+    return data, joined and not dist.is_initialized()
+
+
+def _wait_until_all_joined(folder: Path, rank: int, world_size: int, timeout: datetime.timedelta) -> None:
+    """A barrier of the run's own, outside the group: a collective would be the function's first in the group's
+    count, and shift the sequence numbers that TORCH_DISTRIBUTED_DEBUG=DETAIL shows (chapter 08 shows one)."""
+    import torch.distributed as dist
+
+    store = dist.FileStore(str(folder / "joined"), world_size)
+    store.set(f"rank {rank}", "joined")
+    store.wait([f"rank {r}" for r in range(world_size)], timeout)
 
 
 def _error_reply(error: BaseException) -> bytes:

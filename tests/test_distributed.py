@@ -158,9 +158,8 @@ def test_mismatched_collectives_fail_within_seconds():
 
 def test_processes_are_reused_after_an_error_and_settings_do_not_leak(monkeypatch):
     # Both ranks raise at once, so both reply; but on a loaded 2-core machine the second reply can come more than
-    # ERROR_GRACE_S (1 s) after the first, and then the ranks are restarted instead of kept (the likeliest path of
-    # a run after the error that timed out, twice in about 30 full runs). How long a rank may take to reply is not
-    # what this test is about: it waits as long as needed.
+    # ERROR_GRACE_S (1 s) after the first, and then the ranks are restarted instead of kept. How long a rank may
+    # take to reply is not what this test is about: it waits as long as needed.
     monkeypatch.setattr(distributed, "ERROR_GRACE_S", 30.0)
 
     def settings(rank, world_size):
@@ -177,6 +176,54 @@ def test_processes_are_reused_after_an_error_and_settings_do_not_leak(monkeypatc
         assert ranks.run(settings) == [(1, None, "0"), (1, None, "1")]  # one thread by default; env restored
         assert ranks.pids == pids                                         # every rank replied: kept
     assert all(_gone(pid) for pid in pids)
+
+
+@pytest.mark.skipif(FAST != "fork", reason="changes torch.distributed in the ranks, which only forked ranks inherit")
+def test_every_rank_has_joined_before_any_runs_the_function(monkeypatch, tmp_path):
+    """Rank 0 finishes joining late; rank 1's function must not start before it has. A function that failed at once
+    used to let its rank leave while another was still connecting: that one's joining failed halfway, and the next
+    run on the kept ranks hung for 60 s (3 times in 39 runs of the test above under load)."""
+    import torch.distributed as dist
+
+    real_init = dist.init_process_group
+    marker = tmp_path / "rank 0 has joined"
+
+    def late_on_rank_0(*args, **kwargs):
+        real_init(*args, **kwargs)
+        if kwargs["rank"] == 0:
+            time.sleep(0.5)
+            marker.write_text("joined")
+
+    monkeypatch.setattr(dist, "init_process_group", late_on_rank_0)
+
+    def rank_0_has_joined(rank, world_size, path):
+        return os.path.exists(path)
+
+    assert run_on_ranks(rank_0_has_joined, 2, str(marker), start_method=FAST) == [True, True]
+
+
+@pytest.mark.skipif(FAST != "fork", reason="changes torch.distributed in the ranks, which only forked ranks inherit")
+def test_a_rank_that_could_not_join_its_group_is_replaced(monkeypatch):
+    """A rank whose joining failed halfway keeps torch's distributed state half-made: the ranks are not kept, and
+    the next run starts new ones (a kept one could never join a group again)."""
+    import torch.distributed as dist
+
+    real_init = dist.init_process_group
+
+    def fails_halfway_on_rank_0_in_run_2(*args, **kwargs):
+        real_init(*args, **kwargs)
+        if kwargs["rank"] == 0 and kwargs["init_method"].endswith("run2/rendezvous"):
+            raise RuntimeError("joined halfway")
+
+    monkeypatch.setattr(dist, "init_process_group", fails_halfway_on_rank_0_in_run_2)
+    monkeypatch.setattr(distributed, "ERROR_GRACE_S", 30.0)  # rank 1 replies too (its barrier times out): all reply
+    with Ranks(2, start_method=FAST) as ranks:
+        assert ranks.run(lambda rank, world_size: rank) == [0, 1]
+        first = ranks.pids
+        with pytest.raises(RankError, match="joined halfway"):
+            ranks.run(lambda rank, world_size: rank, collective_timeout=2.0)
+        assert ranks.run(lambda rank, world_size: rank) == [0, 1]
+        assert not set(ranks.pids) & set(first)
 
 
 def test_what_a_rank_prints_is_echoed_and_its_stderr_stays_out_of_ours(capfd):
