@@ -57,5 +57,5 @@ def warm_optimizers() -> None:
     _optimizers_warm = True
 
 
-if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
+if os.environ.get(isolation.WARM_OPTIMIZERS_ENV) != "0":
     warm_optimizers()

@@ -61,6 +61,7 @@ from graders.outcomes import CheckFailed, StudentCodeError, StudentError
 # its judge before it imports torch itself (see graders.judge_server).
 
 START_METHOD_ENV = "COURSE_GRADER_START_METHOD"  # the notebooks' own processes: COURSE_START_METHOD
+WARM_OPTIMIZERS_ENV = "COURSE_RUNNER_WARM_OPTIMIZERS"  # "0": the forkserver builds no optimizer (graders._preload)
 MEMORY_LIMIT_ENV = "COURSE_MEMORY_LIMIT_MB"
 DEFAULT_MEMORY_LIMIT_MB = 2048
 DEFAULT_TIMEOUT_S = 10.0
@@ -212,7 +213,7 @@ def _context():
         context.set_forkserver_preload(["graders._preload"])
         if _gpu_present():
             # The forkserver must not ask for itself (see graders/_preload.py): it reads this when it starts.
-            os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"
+            os.environ[WARM_OPTIMIZERS_ENV] = "0"
     return context
 
 
@@ -254,7 +255,7 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
     if start_method() != "forkserver":
         return
     if exercise_id is not None and not needs_compiler_stack(exercise_id):
-        os.environ["COURSE_RUNNER_WARM_OPTIMIZERS"] = "0"  # read by graders._preload in the forkserver
+        os.environ[WARM_OPTIMIZERS_ENV] = "0"  # read by graders._preload in the forkserver
     _context()
     from multiprocessing import forkserver
 
@@ -264,7 +265,7 @@ def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
             # A grader that builds an optimizer in the judge (lr_range_test, for instance) otherwise paid torch's
             # compiler-stack import there, 0.9-1.0 s, inside a student's first check.
             preload = importlib.import_module("graders._preload")
-            if os.environ.get("COURSE_RUNNER_WARM_OPTIMIZERS") != "0":
+            if os.environ.get(WARM_OPTIMIZERS_ENV) != "0":
                 preload.warm_optimizers()  # done at its import, unless that import was cold (judge_server's helper)
             with _forkserver_started_by_fork():
                 forkserver.ensure_running()

@@ -56,7 +56,6 @@ from graders.outcomes import GRADER_ERROR, CheckResult, Report, StudentError
 SOCKET_ENV = "COURSE_JUDGE_SOCKET"
 KERNEL_CONNECTED = "shared judge: a kernel connected"
 COLD_HELPER_STARTED = "shared judge: its first exercises served by a cold helper, pid"
-WARM_ENV = "COURSE_RUNNER_WARM_OPTIMIZERS"  # "0": graders._preload builds no optimizer (graders.isolation)
 SHARED_IO_TIMEOUT_S = 10.0  # reading one request or writing one reply; a request is written all at once
 SHARED_REQUEST_LIMIT = 1 << 30  # bytes: an answer's names, pickled; a larger header is not a request
 
@@ -240,7 +239,7 @@ def _start_cold_helper(listener: socket.socket, exercises: list[str] | None) -> 
     connection and that request, and ends. Both are forks of one process that has computed nothing yet: verdicts
     are the same whichever answers. None when there is nothing to gain, or this process cannot be forked safely.
     """
-    from graders.isolation import fork_is_safe, needs_compiler_stack, start_method
+    from graders.isolation import WARM_OPTIMIZERS_ENV as WARM_ENV, fork_is_safe, needs_compiler_stack, start_method
 
     if not exercises or not hasattr(socket, "send_fds") or start_method() != "forkserver":
         return None  # (spawned runners import everything themselves: a cold helper would gain nothing)
