@@ -10,7 +10,9 @@ the course root (where nbgrader_config.py is), after ``nbgrader generate_assignm
    IPC sockets in a folder of its own, never over TCP ports that two kernels could both pick; every kernel
    runs with one thread (``OMP_NUM_THREADS=1``) and at most ``--memory-mb`` of data per process (Linux), and a
    submission gets ``--timeout`` seconds, after which the worker's whole process group is killed and a fresh
-   worker goes on.
+   worker goes on. A worker whose submission only waits on an endless loop (lowered to nice 19 by then, it uses
+   only spare CPU until its time limit) does not count towards N meanwhile: another worker takes the next
+   submission, so up to 2N may be alive.
 2. **The grade of record.** The same worker then grades the submission's answer cells outside any kernel
    (:mod:`coursekit.record`, each check in a process of its own): the score a cell gets there is the one that
    counts, because an answer can fool the kernel it shares with the test cells.
@@ -54,6 +56,12 @@ import nbformat
 DEFAULT_TIMEOUT_S = 600.0  # one submission: its kernel run and its grade of record
 DEFAULT_MEMORY_MB = 4096  # data of one process (a kernel importing torch uses about 800 MB)
 RECORD_MARK = "Grade of record"  # how a comment written here is told from one an instructor wrote
+# A worker whose submission loops forever waits for a time limit (a cell's, a check's: up to minutes), while the
+# loop, lowered to nice 19 by then (graders.isolation.lower_priority), gets only the CPU nobody else wants. It does
+# not count towards --jobs meanwhile: another worker, started when first needed, takes the next submission. So up
+# to twice --jobs workers may be alive; looked for every LOOP_POLL_S while submissions wait.
+MAX_WORKERS_PER_JOB = 2
+LOOP_POLL_S = 0.5
 
 
 @dataclasses.dataclass
@@ -150,6 +158,39 @@ def _kill_group(process: subprocess.Popen) -> None:
     else:  # Windows: no process groups here; the kernel ends when nbgrader's pipes close
         process.kill()
     process.wait()
+
+
+def _waiting_on_loops(workers: dict[int, "_Worker"]) -> set[int]:
+    """The keys of ``workers`` whose process has a descendant lowered to nice 19 and running (or ready to run): a
+    loop waiting for its time limit. Linux only (it reads /proc); none elsewhere, and none when this process runs
+    at nice 19 itself (everything it started would look lowered)."""
+    started = {worker.process.pid: key for key, worker in workers.items() if worker.process is not None}
+    if not started or not os.path.isdir("/proc") or os.getpriority(os.PRIO_PROCESS, 0) >= 19:
+        return set()
+    parent: dict[int, int] = {}
+    lowered: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = text[text.rfind(b")") + 2:].split()  # after the command's name, which may hold spaces
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        if fields[0] == b"R" and int(fields[16]) >= 19:  # state, nice (proc(5): fields 3 and 19)
+            lowered.append(pid)
+    found = set()
+    for pid in lowered:
+        for _ in range(len(parent)):  # up the tree to a worker, or to the top
+            if pid in started or pid <= 1:
+                break
+            pid = parent.get(pid, 0)
+        if pid in started:
+            found.add(started[pid])
+    return found
 
 
 class _Worker:
@@ -312,22 +353,39 @@ def grade_shard(root: str | Path, chapter: str, *, shard: int = 0, shards: int =
     out = shard_folder(course, chapter, shard, shards)
     shutil.rmtree(out, ignore_errors=True)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(names) or 1))
-    workers = [_Worker(course, chapter, out / f"worker{k}", out, memory_mb=memory_mb, device=device)
-               for k in range(jobs)]
+    workers: list[_Worker] = []
+    # Copied once, before anything is graded: a worker started later gets the same gradebook as the first ones (and
+    # nothing is read from a gradebook that the single writer may be writing then).
+    gradebook = out / "gradebook-for-workers.db"
+
+    def another_worker() -> int:
+        worker = _Worker(course, chapter, out / f"worker{len(workers)}", out, memory_mb=memory_mb, device=device)
+        worker.folder.mkdir(parents=True)
+        shutil.copyfile(gradebook, worker.folder / "gradebook.db")
+        workers.append(worker)
+        return len(workers) - 1
+
     outcomes: dict[str, Outcome] = {}
     try:
-        for worker in workers:
-            worker.folder.mkdir(parents=True)
-            copy_gradebook(course.db_url, worker.folder / "gradebook.db")
-        free = list(range(jobs))
-        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        out.mkdir(parents=True)
+        copy_gradebook(course.db_url, gradebook)
+        free = [another_worker() for _ in range(jobs)][::-1]
+        with concurrent.futures.ThreadPoolExecutor(MAX_WORKERS_PER_JOB * jobs) as pool:
             pending: dict[concurrent.futures.Future, int] = {}
             queue_ = list(names)
             while queue_ or pending:
-                while queue_ and free:
+                looping = _waiting_on_loops({k: workers[k] for k in pending.values()}) if queue_ else set()
+                while queue_ and len(pending) - len(looping) < jobs:
+                    if not free:
+                        if len(workers) >= MAX_WORKERS_PER_JOB * jobs:
+                            break
+                        free.append(another_worker())
                     k, student = free.pop(), queue_.pop(0)
                     pending[pool.submit(_grade_one, course, chapter, student, workers[k], out, timeout=timeout)] = k
-                done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                # While some submission is graded and others wait, look again now and then for a worker that only
+                # waits on a loop; otherwise wait for a submission to finish.
+                poll = LOOP_POLL_S if queue_ and pending else None
+                done, _ = concurrent.futures.wait(pending, timeout=poll, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     free.append(pending.pop(future))
                     outcome = future.result()

@@ -3,6 +3,7 @@ grades against serial nbgrader are measured by benchmarks/classgrade.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
@@ -268,6 +269,80 @@ def test_a_worker_that_dies_is_said_to_have_died_and_the_next_request_starts_ano
         worker.close()
 
 
+
+
+def _python_tree(leaf: str) -> subprocess.Popen:
+    """A stand-in for a worker: a process whose child runs ``leaf`` (a grandchild of this test), in a group of
+    their own."""
+    middle = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', {leaf!r}])\ntime.sleep(60)"
+    return subprocess.Popen([sys.executable, "-c", middle], start_new_session=True)
+
+
+LOWERED = "import os, time\nos.setpriority(os.PRIO_PROCESS, 0, 19)\n"
+BUSY_FOR_S = "end = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_waiting_on_a_lowered_loop_is_told_from_one_that_computes_or_sleeps():
+    from types import SimpleNamespace
+
+    trees = {"waits on a loop": _python_tree(LOWERED + BUSY_FOR_S.format(seconds=30)),
+             "computes": _python_tree("import time\n" + BUSY_FOR_S.format(seconds=30)),
+             "lowered but asleep": _python_tree(LOWERED + "time.sleep(30)")}
+    workers = {name: SimpleNamespace(process=tree) for name, tree in trees.items()}
+    try:
+        deadline, found = time.monotonic() + 10, set()
+        while found != {"waits on a loop"} and time.monotonic() < deadline:
+            time.sleep(0.1)
+            found = classgrade._waiting_on_loops(workers)
+        assert found == {"waits on a loop"}
+        assert classgrade._waiting_on_loops({"not started": SimpleNamespace(process=None)}) == set()
+        os.killpg(trees["waits on a loop"].pid, 9)
+        trees["waits on a loop"].wait()
+        assert classgrade._waiting_on_loops(workers) == set()
+    finally:
+        for tree in trees.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(tree.pid, 9)
+            tree.wait()
+
+
+# A worker that grades "*loops*" in 8 s, one of its processes lowered and busy all the while (a looping answer
+# after graders.isolation.lower_priority), and anything else in 0.3 s.
+_GRADES_A_LOOP = ("import json, subprocess, sys, time\n"
+                  "for line in sys.stdin:\n"
+                  "    student = json.loads(line)['student']\n"
+                  "    if 'loops' in student:\n"
+                  f"        subprocess.run([sys.executable, '-c', {LOWERED + BUSY_FOR_S.format(seconds=8)!r}])\n"
+                  "    else:\n"
+                  "        time.sleep(0.3)\n"
+                  "    print(json.dumps({'student': student, 'success': True}), flush=True)\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_while_a_worker_waits_on_a_loop_another_takes_the_next_submissions(tmp_path, monkeypatch):
+    """--jobs 1: the looping submission comes first, yet the two others are graded while it waits, by a second
+    worker started for them (and never a third)."""
+    _course(tmp_path)
+    for student in ("a_loops", "b_quick", "c_quick"):
+        _submit(tmp_path, student, "def f():\n    return 42")
+
+    class Worker(classgrade._Worker):
+        def command(self):
+            return [sys.executable, "-c", _GRADES_A_LOOP]
+
+    def grade_one(course, chapter, student, worker, out, *, timeout):
+        start = time.monotonic()
+        reply = worker.ask(student, autograde=True, timeout=timeout)
+        return classgrade.Outcome(student, "graded" if reply and reply["success"] else "failed", time.monotonic() - start)
+
+    monkeypatch.setattr(classgrade, "_Worker", Worker)
+    monkeypatch.setattr(classgrade, "_grade_one", grade_one)
+    said: list[str] = []
+    out = classgrade.grade_shard(tmp_path, "a1", jobs=1, progress=said.append)
+    finished = [line.split("] ")[1].split(":")[0] for line in said]
+    assert finished == ["b_quick", "c_quick", "a_loops"], said
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith("worker")) == ["worker0", "worker1"]
 
 
 OWN_STRIDES = ("def contiguous_strides(shape):\n    strides, step = [], 1\n    for size in reversed(list(shape)):\n"
