@@ -68,18 +68,23 @@ def _kernel(answer: Path, env: dict, how: str = "") -> str:
     return done.stdout
 
 
-@pytest.fixture
-def shared_judge():
-    folder = Path(tempfile.mkdtemp(prefix="sj"))  # a short path: a Unix socket's may not exceed ~100 bytes
+@contextlib.contextmanager
+def _listening_judge(*options: str, prefix: str, own_tmpdir: bool = False, stdout=subprocess.DEVNULL):
+    """A shared judge (``--listen``), as make grade's worker or nbgrader's autograde starts one, once its socket is
+    there: yields it, the socket's path, the environment a kernel needs to find it, and the judge's folder. On the
+    way out it is told to stop as a worker does (its stdin closes), and waited for."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))  # a short path: a Unix socket's may not exceed ~100 bytes
     path = folder / "judge"
     env = {k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}
-    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path)],
-                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    deadline = time.monotonic() + 30
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    if own_tmpdir:  # so that what it leaves behind can be told from anything else's
+        env["TMPDIR"] = str(folder)
+    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path), *options],
+                             stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.DEVNULL, env=env)
     try:
-        yield judge, {**env, SOCKET_ENV: str(path)}
+        deadline = time.monotonic() + 60
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        yield judge, path, {**env, SOCKET_ENV: str(path)}, folder
     finally:
         judge.stdin.close()  # the worker has gone: the judge ends by itself
         try:
@@ -87,6 +92,12 @@ def shared_judge():
         finally:
             judge.kill()
             shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def shared_judge():
+    with _listening_judge(prefix="sj") as (judge, _, env, _):
+        yield judge, env
 
 
 def test_kernels_one_after_another_share_one_judge_and_each_gets_its_own_verdict(shared_judge):
@@ -252,31 +263,21 @@ def _hinted_judge(hint: str):
     folder of their own; yields it, a kernel's connection to it, and that folder's leftovers once it has ended."""
     import socket
 
-    folder = Path(tempfile.mkdtemp(prefix="hj"))  # a short path: a Unix socket's may not exceed ~100 bytes
-    path = folder / "judge"
-    env = {**{k: v for k, v in os.environ.items() if k != "COURSE_INSTRUCTOR"}, "TMPDIR": str(folder)}
-    judge = subprocess.Popen([sys.executable, "-m", "graders.judge_server", "--listen", str(path), "--exercises", hint],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    left: list[str] = []
-    try:
-        deadline = time.monotonic() + 60
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.connect(str(path))
-            yield judge, connection.makefile("rwb"), left
-    finally:
-        judge.stdin.close()  # the worker has gone: the judge ends by itself
+    with _listening_judge("--exercises", hint, prefix="hj", own_tmpdir=True, stdout=subprocess.PIPE) as (
+            judge, path, _, folder):
+        left: list[str] = []
         try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+                connection.connect(str(path))
+                yield judge, connection.makefile("rwb"), left
+        finally:
+            judge.stdin.close()
             judge.wait(timeout=30)
             judge.stdout.read()  # its end: every process that held it (helper, forkservers) has ended
             # torchinductor_<user>: torch's own cache, one per user (in /tmp, shared by every torch process), made by
             # its compiler stack's import whoever imports it
             left.extend(sorted(p.name for p in folder.iterdir()
                                if p.name != "judge" and not p.name.startswith("torchinductor_")))
-        finally:
-            judge.kill()
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 needs_descriptor_passing = pytest.mark.skipif(not hasattr(__import__("socket"), "send_fds"),
