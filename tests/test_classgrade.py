@@ -7,6 +7,7 @@ import contextlib
 import csv
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -269,8 +270,6 @@ def test_a_worker_that_dies_is_said_to_have_died_and_the_next_request_starts_ano
         worker.close()
 
 
-
-
 def _python_tree(leaf: str) -> subprocess.Popen:
     """A stand-in for a worker: a process whose child runs ``leaf`` (a grandchild of this test), in a group of
     their own."""
@@ -297,13 +296,13 @@ def test_a_worker_waiting_on_a_lowered_loop_is_told_from_one_that_computes_or_sl
             found = classgrade._waiting_on_loops(workers)
         assert found == {"waits on a loop"}
         assert classgrade._waiting_on_loops({"not started": SimpleNamespace(process=None)}) == set()
-        os.killpg(trees["waits on a loop"].pid, 9)
+        os.killpg(trees["waits on a loop"].pid, signal.SIGKILL)
         trees["waits on a loop"].wait()
         assert classgrade._waiting_on_loops(workers) == set()
     finally:
         for tree in trees.values():
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(tree.pid, 9)
+                os.killpg(tree.pid, signal.SIGKILL)
             tree.wait()
 
 
