@@ -1748,3 +1748,9 @@ with uses_your_answer("lr_range_test", "suggest_lr"):
         print(f"{name:12s} lr {lr:<8.2g} last-epoch loss {np.mean(history[-len(train_loader):]):.2f} | "
               f"validation accuracy {accuracy:.0%}")
     plot_curves(curves, xlabel="step", ylabel="training loss", logy=True, title="4 epochs at three learning rates")
+
+# %%
+worker_code.cleanup()                        # the workers' modules, and the stand-in's images if it made them:
+image_dataset.cleanup()                      # a killed kernel (nbval's, autograde's) would leave both behind
+print("workers' modules left:", Path(WORKER_CODE).exists(),
+      "| stand-in images left:", image_dataset.kind == "shapes" and image_dataset.root.exists())

@@ -103,6 +103,13 @@ class ImageSource:
     def __call__(self, transform: Callable | None = None):
         return self._build(transform=transform)
 
+    def cleanup(self) -> None:
+        """Remove the stand-in's temporary folder now (a copy on disk is left alone). A kernel that is killed (as
+        nbval and nbgrader's autograde end theirs) never runs the object's finalizer, so a chapter calls this at
+        its end."""
+        if self._scratch is not None:
+            self._scratch.cleanup()
+
     def __repr__(self) -> str:
         return f"ImageSource({self.description})"
 

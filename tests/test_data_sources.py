@@ -106,6 +106,17 @@ def test_the_stand_in_folder_lives_as_long_as_the_source(tmp_path):
     assert not folder.exists(), "the temporary folder outlived its ImageSource"
 
 
+def test_cleanup_removes_the_stand_in_folder_at_once_and_leaves_a_copy_on_disk(tmp_path):
+    source = choose_image_source(tmp_path / "nothing here", offline=True, per_class=1)
+    assert source.kind == "shapes" and source.root.is_dir()
+    source.cleanup()
+    assert not source.root.exists()
+    _fake_fashion_mnist(tmp_path)
+    on_disk = choose_image_source(tmp_path, offline=True)
+    on_disk.cleanup()
+    assert on_disk.kind == "FashionMNIST" and len(list((tmp_path / "FashionMNIST" / "raw").iterdir())) == 4
+
+
 def test_a_copy_on_disk_is_used_without_downloading(tmp_path, no_download, capsys):
     _fake_fashion_mnist(tmp_path)
     for offline in (True, False):  # online too: a copy on disk is never downloaded again
