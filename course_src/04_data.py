@@ -1751,6 +1751,6 @@ with uses_your_answer("lr_range_test", "suggest_lr"):
 
 # %%
 worker_code.cleanup()                        # the workers' modules, and the stand-in's images if it made them:
-image_dataset.cleanup()                      # a killed kernel (nbval's, autograde's) would leave both behind
+image_dataset.cleanup()                      # a killed kernel (nbval's, nbgrader validate's) would leave both
 print("workers' modules left:", Path(WORKER_CODE).exists(),
       "| stand-in images left:", image_dataset.kind == "shapes" and image_dataset.root.exists())

@@ -105,8 +105,8 @@ class ImageSource:
 
     def cleanup(self) -> None:
         """Remove the stand-in's temporary folder now (a copy on disk is left alone). A kernel that is killed (as
-        nbval and nbgrader's autograde end theirs) never runs the object's finalizer, so a chapter calls this at
-        its end."""
+        nbval and nbgrader validate end theirs) never runs the object's finalizer, so a chapter calls this at its
+        end."""
         if self._scratch is not None:
             self._scratch.cleanup()
 
