@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -127,7 +130,6 @@ def test_without_a_shared_judge_listening_a_kernel_starts_its_own(tmp_path):
 
 def test_a_hostile_connection_neither_crashes_the_shared_judge_nor_keeps_the_next_kernel_waiting(shared_judge):
     """A kernel that claims an enormous request, or sends half of one, is dropped; the next kernel is served."""
-    import socket
     import struct
 
     judge, env = shared_judge
@@ -233,8 +235,6 @@ LR_RANGE = Path(__file__).parent / "submissions" / "ch04_data" / "lr_range_test"
 
 
 def _ask(stream, exercise: str, checks: list[str], answer: Path, names: list[str]) -> dict:
-    import json
-
     from graders.judge_server import _read, _write
 
     request = {**_request(StudentSource.from_file(str(answer), names)), "exercise": exercise, "checks": checks}
@@ -246,8 +246,6 @@ def _ask(stream, exercise: str, checks: list[str], answer: Path, names: list[str
 
 def _helper_in_log(log) -> int | None:
     """The helper's pid from what the judge has written so far (never waiting for more)."""
-    import select
-
     written = b""
     while select.select([log], [], [], 0)[0] and (chunk := os.read(log.fileno(), 1 << 16)):
         written += chunk
@@ -261,8 +259,6 @@ def _helper_in_log(log) -> int | None:
 def _hinted_judge(hint: str):
     """A judge started as nbgrader's autograde starts one (told the notebook's exercises), its temporary files in a
     folder of their own; yields it, a kernel's connection to it, and that folder's leftovers once it has ended."""
-    import socket
-
     with _listening_judge("--exercises", hint, prefix="hj", own_tmpdir=True, stdout=subprocess.PIPE) as (
             judge, path, _, folder):
         left: list[str] = []
@@ -280,7 +276,7 @@ def _hinted_judge(hint: str):
                                if p.name != "judge" and not p.name.startswith("torchinductor_")))
 
 
-needs_descriptor_passing = pytest.mark.skipif(not hasattr(__import__("socket"), "send_fds"),
+needs_descriptor_passing = pytest.mark.skipif(not hasattr(socket, "send_fds"),
                                               reason="needs Unix sockets that pass descriptors (not Windows)")
 SLIDING_CORRECT = (sorted(SLIDING.glob("correct_*.py"))[0], ["sliding_window"])
 
