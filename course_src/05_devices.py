@@ -810,8 +810,14 @@ for epoch in (epoch_logging_every_step, epoch_reading_once):
         results[epoch.__name__] = epoch(model, optimizer)
     print(f"   mean loss {results[epoch.__name__][0]:.4f}, best {results[epoch.__name__][1]:.4f} | waits for the device: "
           f"{sum(syncs.counts.values())} {dict(syncs.counts)}")
-torch.testing.assert_close(*results.values())
-print("both loops computed the same numbers (assert_close passed)")
+(mean_logged, best_logged), (mean_once, best_once) = results.values()
+# The same 16 float32 losses, added two ways: as Python floats (float64) and in a float32 running sum. Each of
+# the 16 float32 additions may round by half a float32 step (6e-8 of the total), so the means agree to
+# 16 x 6e-8 = 1e-6 of their size on any CPU or GPU; float64's default tolerance (1e-7) is tighter than that.
+# The best loss is one of the same float32 numbers either way, so it is equal exactly.
+torch.testing.assert_close(mean_once, mean_logged, rtol=2e-6, atol=0)
+assert best_once == best_logged
+print("both loops computed the same numbers (the means to float32's rounding, the best loss exactly)")
 
 # %% [markdown]
 # Both loops trained the same model to the same numbers (16 equal batches of 32, so the mean of the batch
