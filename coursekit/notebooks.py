@@ -12,14 +12,26 @@ and markdown cells have every line commented. A cell's header line carries its r
 
 ``python -m coursekit.notebooks build [CHAPTER ...]`` writes ``course/NN_slug/NN_slug.ipynb`` and
 executes it so its outputs are committed (nbval compares against them); ``--no-execute`` skips that.
+
+``python -m coursekit.notebooks reproduce [CHAPTER ...] [--numerics NAME ...] [--layout nbclient|nbval]``
+executes the committed notebooks again under conditions that change the numerics of a CPU (another
+instruction set for ATen, oneDNN and MKL, another thread count) and in another process layout, and lists
+every cell whose output then differs from the committed one as nbval would compare it (same sanitizers,
+same tags). A committed output must reproduce under all of them: a newcomer's machine is one of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import re
+import subprocess
 import sys
+import tempfile
+import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -29,6 +41,22 @@ SOURCES = ROOT / "course_src"
 COURSE = ROOT / "course"
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 HEADER = re.compile(r"^# %%(?P<rest>.*)$")
+SANITIZERS = ROOT / "tests" / "nbval_sanitize.cfg"
+IGNORE_OUTPUT = "nbval-ignore-output"
+
+# Conditions under which a committed output must still reproduce. Each names the switch of every library that
+# picks a CPU code path on its own: ATen's vectorised kernels (ATEN_CPU_CAPABILITY), oneDNN's
+# (ONEDNN_MAX_CPU_ISA) and MKL's BLAS (MKL_CBWR), so that one machine runs the paths of another CPU; and the
+# intra-op thread count, which splits reductions differently. An AVX-512/AMX Xeon, an AVX2 laptop and a
+# one-core container differ in exactly these ways (issue 31: a committed 2.69e-02 read 3.07e-02 on a Xeon).
+NUMERICS: dict[str, dict[str, str]] = {
+    "native": {},
+    "default": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "MKL_CBWR": "COMPATIBLE"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"},
+    "1-thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    "2-threads": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
+}
+LAYOUTS = ("nbclient", "nbval")
 
 
 def chapters() -> list[str]:
@@ -110,9 +138,132 @@ def execute(nb: nbformat.NotebookNode, chapter: str, timeout: int = 300) -> floa
     from nbclient import NotebookClient
 
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    # No per-cell timestamps in the committed notebook: they change at every build and say nothing.
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(notebook_path(chapter).parent)}}).execute()
     return time.perf_counter() - start
+
+
+def numerics_env(names: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """The environment variables of the named :data:`NUMERICS` conditions, merged (later names win)."""
+    env: dict[str, str] = {}
+    for name in names:
+        if name not in NUMERICS:
+            raise ValueError(f"unknown numerics {name!r}; expected one of {', '.join(NUMERICS)}")
+        env.update(NUMERICS[name])
+    return env
+
+
+def _sanitize_patterns() -> list[tuple[str, str]]:
+    from nbval.plugin import get_sanitize_patterns
+
+    return get_sanitize_patterns(SANITIZERS.read_text())
+
+
+def _comparable(outputs: list, patterns: list[tuple[str, str]]) -> dict[str, list]:
+    """A cell's outputs as nbval compares them: streams merged per name, each output's keys flattened (the
+    mime types of ``data`` included), what nbval skips left out (metadata, images, ...), every string
+    sanitized with the course's patterns."""
+    import copy
+
+    from nbval.plugin import coalesce_streams, transform_streams_for_comparison
+
+    skip = {"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count",
+            "application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"}
+
+    def clean(value):
+        if not isinstance(value, str):
+            return value
+        for regex, replace in patterns:
+            value = re.sub(regex, replace, value)
+        return value
+
+    flat: dict[str, list] = {}
+    for output in transform_streams_for_comparison(coalesce_streams(copy.deepcopy(list(outputs)))):
+        for key, value in output.items():
+            if key in skip:
+                continue
+            if key == "data":
+                for mime, data in value.items():
+                    if mime not in skip:
+                        flat.setdefault(mime, []).append(clean(data))
+            else:
+                flat.setdefault(key, []).append(clean(value))
+    return flat
+
+
+@dataclass
+class CellDifference:
+    """One code cell whose output under some conditions is not the committed one (nbval would fail it)."""
+
+    chapter: str
+    cell: int  # nbval's number: the code cells counted from 0
+    cell_id: str
+    diff: str
+
+    def __str__(self) -> str:
+        return f"{self.chapter} cell {self.cell} ({self.cell_id}):\n{self.diff}"
+
+
+def compare_outputs(committed: nbformat.NotebookNode, executed: nbformat.NotebookNode,
+                    chapter: str = "") -> list[CellDifference]:
+    """Every code cell whose outputs differ as nbval compares them (cells tagged nbval-ignore-output aside)."""
+    patterns = _sanitize_patterns()
+    code = [(c, e) for c, e in zip(committed.cells, executed.cells) if c.cell_type == "code"]
+    differences = []
+    for number, (want, got) in enumerate(code):
+        if IGNORE_OUTPUT in want.metadata.get("tags", []):
+            continue
+        a, b = _comparable(want.outputs, patterns), _comparable(got.outputs, patterns)
+        if a != b:
+            lines = lambda flat: [f"{k}: {line}" for k in sorted(flat) for v in flat[k] for line in str(v).splitlines()]
+            diff = "\n".join(difflib.unified_diff(lines(a), lines(b), "committed", "executed", n=0, lineterm=""))
+            differences.append(CellDifference(chapter, number, want.get("id", "?"), diff))
+    return differences
+
+
+def reproduce(chapter: str, numerics: list[str] | tuple[str, ...] = (), layout: str = "nbclient",
+              timeout: int = 300) -> list[CellDifference]:
+    """Execute the committed notebook of ``chapter`` again under the named :data:`NUMERICS` conditions and
+    ``layout`` (nbclient, as ``build`` executes it; or nbval, as ``make test`` does), and return the cells
+    whose outputs differ from the committed ones. The kernel inherits the conditions' variables."""
+    committed = nbformat.read(notebook_path(chapter), as_version=4)
+    # As `make notebooks` built it: the instructor's edition (answers import the reference), offline data.
+    env = {"COURSE_INSTRUCTOR": "1", "COURSE_OFFLINE": "1", **os.environ, **numerics_env(numerics)}
+    if layout == "nbclient":
+        from nbclient import NotebookClient
+
+        executed = nbformat.from_dict(committed)
+        NotebookClient(executed, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(notebook_path(chapter).parent)}}).execute(env=env)
+        return compare_outputs(committed, executed, chapter)
+    if layout != "nbval":
+        raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    # nbval compares as it runs; its report is parsed back into cells.
+    with tempfile.TemporaryDirectory(prefix=f"course-{chapter[:2]}-nbval-") as scratch:
+        report = Path(scratch) / "report.xml"
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "--nbval", str(notebook_path(chapter)), "--nbval-sanitize-with",
+             str(SANITIZERS), "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-vv", f"--junitxml={report}",
+             f"--nbval-cell-timeout={timeout}"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout * 4)
+        if not report.exists():
+            raise RuntimeError(f"nbval did not run {chapter}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
+        import xml.etree.ElementTree as ET
+
+        ids = [c.get("id", "?") for c in committed.cells if c.cell_type == "code"]
+        differences = []
+        for case in ET.parse(report).getroot().iter("testcase"):
+            failure = case.find("failure")
+            if failure is None:
+                failure = case.find("error")
+            if failure is None:
+                continue
+            number = int(re.search(r"Cell (\d+)", case.get("name", "")).group(1))
+            text = re.sub(r"(?:\x1b|#x1B)\[[0-9;]*m", "", failure.text or failure.get("message", ""))
+            text = text.split("Traceback:", 1)[-1].strip()          # nbval repeats the cell's source first
+            differences.append(CellDifference(chapter, number, ids[number], text[-3000:]))
+        return differences
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +272,23 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("build", help="build (and execute) chapter notebooks from course_src/")
     run.add_argument("chapters", nargs="*", help="default: every chapter")
     run.add_argument("--no-execute", action="store_true")
+    again = sub.add_parser("reproduce", help="execute committed notebooks under other numerics; list differing cells")
+    again.add_argument("chapters", nargs="*", help="default: every chapter")
+    again.add_argument("--numerics", nargs="*", default=[], choices=list(NUMERICS),
+                       help="conditions applied together (default: none, this machine's own)")
+    again.add_argument("--layout", choices=LAYOUTS, default="nbclient")
     args = parser.parse_args(argv)
+    if args.command == "reproduce":
+        failed = 0
+        for chapter in args.chapters or chapters():
+            start = time.perf_counter()
+            differences = reproduce(chapter, args.numerics, args.layout)
+            failed += len(differences)
+            print(f"{chapter} [{args.layout}, {'+'.join(args.numerics) or 'native'}]: "
+                  f"{len(differences)} cell(s) differ, {time.perf_counter() - start:.1f} s", flush=True)
+            for difference in differences:
+                print(textwrap.indent(str(difference), "    "), flush=True)
+        return 1 if failed else 0
     for chapter in args.chapters or chapters():
         nb = build(chapter)
         path = notebook_path(chapter)
