@@ -154,6 +154,21 @@ def numerics_env(names: list[str] | tuple[str, ...]) -> dict[str, str]:
     return env
 
 
+def unavailable(name: str) -> str | None:
+    """Why the :data:`NUMERICS` condition ``name`` cannot run on this machine, or None when it can.
+
+    ``avx2`` needs an x86-64 CPU with AVX2: ATen trusts ``ATEN_CPU_CAPABILITY`` without asking the CPU, so
+    elsewhere the kernel would die of an illegal instruction (or, on ARM, warn on stderr at ``import torch``)."""
+    if name != "avx2":
+        return None
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability not in ("AVX2", "AVX512"):
+        return f"this CPU runs ATen's {capability} kernels, not AVX2"
+    return None
+
+
 def _sanitize_patterns() -> list[tuple[str, str]]:
     from nbval.plugin import get_sanitize_patterns
 
@@ -227,28 +242,40 @@ def reproduce(chapter: str, numerics: list[str] | tuple[str, ...] = (), layout: 
     """Execute the committed notebook of ``chapter`` again under the named :data:`NUMERICS` conditions and
     ``layout`` (nbclient, as ``build`` executes it; or nbval, as ``make test`` does), and return the cells
     whose outputs differ from the committed ones. The kernel inherits the conditions' variables."""
-    committed = nbformat.read(notebook_path(chapter), as_version=4)
+    return reproduce_notebook(notebook_path(chapter), numerics, layout, timeout, label=chapter)
+
+
+def reproduce_notebook(path: Path, numerics: list[str] | tuple[str, ...] = (), layout: str = "nbclient",
+                       timeout: int = 300, label: str = "") -> list[CellDifference]:
+    """:func:`reproduce` for the notebook at ``path`` (executed in its own folder)."""
+    for name in numerics:
+        reason = unavailable(name)
+        if reason:
+            raise ValueError(f"numerics {name} cannot run here: {reason}")
+    path = Path(path).resolve()
+    label = label or path.stem
+    committed = nbformat.read(path, as_version=4)
     # As `make notebooks` built it: the instructor's edition (answers import the reference), offline data.
     env = {"COURSE_INSTRUCTOR": "1", "COURSE_OFFLINE": "1", **os.environ, **numerics_env(numerics)}
     if layout == "nbclient":
         from nbclient import NotebookClient
 
         executed = nbformat.from_dict(committed)
-        NotebookClient(executed, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(notebook_path(chapter).parent)}}).execute(env=env)
-        return compare_outputs(committed, executed, chapter)
+        NotebookClient(executed, timeout=timeout, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+        return compare_outputs(committed, executed, label)
     if layout != "nbval":
         raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
-    # nbval compares as it runs; its report is parsed back into cells.
-    with tempfile.TemporaryDirectory(prefix=f"course-{chapter[:2]}-nbval-") as scratch:
+    # nbval compares as it runs (its own comparison, the course's sanitizers); its report is read back.
+    with tempfile.TemporaryDirectory(prefix=f"course-{label[:2]}-nbval-") as scratch:
         report = Path(scratch) / "report.xml"
         run = subprocess.run(
-            [sys.executable, "-m", "pytest", "--nbval", str(notebook_path(chapter)), "--nbval-sanitize-with",
-             str(SANITIZERS), "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-vv", f"--junitxml={report}",
-             f"--nbval-cell-timeout={timeout}"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout * 4)
+            [sys.executable, "-m", "pytest", "--nbval", str(path), "--nbval-sanitize-with", str(SANITIZERS),
+             "-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-vv", f"--junitxml={report}",
+             f"--nbval-cell-timeout={timeout}", f"--rootdir={path.parent}"],
+            cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout * 4)
         if not report.exists():
-            raise RuntimeError(f"nbval did not run {chapter}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
+            raise RuntimeError(f"nbval did not run {label}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
         import xml.etree.ElementTree as ET
 
         ids = [c.get("id", "?") for c in committed.cells if c.cell_type == "code"]
@@ -262,7 +289,7 @@ def reproduce(chapter: str, numerics: list[str] | tuple[str, ...] = (), layout: 
             number = int(re.search(r"Cell (\d+)", case.get("name", "")).group(1))
             text = re.sub(r"(?:\x1b|#x1B)\[[0-9;]*m", "", failure.text or failure.get("message", ""))
             text = text.split("Traceback:", 1)[-1].strip()          # nbval repeats the cell's source first
-            differences.append(CellDifference(chapter, number, ids[number], text[-3000:]))
+            differences.append(CellDifference(label, number, ids[number], text[-3000:]))
         return differences
 
 
@@ -277,7 +304,22 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("--numerics", nargs="*", default=[], choices=list(NUMERICS),
                        help="conditions applied together (default: none, this machine's own)")
     again.add_argument("--layout", choices=LAYOUTS, default="nbclient")
+    variables = sub.add_parser("numerics", help="print the environment variables of numerics conditions, "
+                                                "for `env`; a condition this machine cannot run is left out")
+    variables.add_argument("names", nargs="+", choices=list(NUMERICS))
     args = parser.parse_args(argv)
+    if args.command == "numerics":
+        runnable = []
+        for name in args.names:
+            reason = unavailable(name)
+            if reason:
+                print(f"numerics {name} left out: {reason}", file=sys.stderr)
+            else:
+                runnable.append(name)
+        print(" ".join(f"{key}={value}" for key, value in numerics_env(runnable).items()))
+        print(f"notebooks executed under the numerics {' + '.join(runnable) or 'native'} "
+              f"(another CPU's code paths; tests/test_notebook_numerics.py tries others)", file=sys.stderr)
+        return 0
     if args.command == "reproduce":
         failed = 0
         for chapter in args.chapters or chapters():

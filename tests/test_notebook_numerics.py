@@ -1,0 +1,133 @@
+"""Every committed notebook output reproduces on numerics other than the ones it was built on (issue 31).
+
+A committed output is compared by nbval with a new run on the learner's machine. Its digits are only worth
+committing if every machine prints them: another CPU's vector width (ATen's AVX-512, AVX2 or scalar kernels),
+another MKL or oneDNN path, another thread count, another process layout (nbval's kernel or nbclient's) all
+change float32 rounding, and a training run can grow that into a different second digit. A newcomer's Xeon
+failed 13 cells that the machine which built them reproduced.
+
+So each chapter is executed again here under numerics that differ from the build's, and every cell nbval would
+fail is listed with its diff (``coursekit.notebooks.reproduce``):
+
+- ``make test``: nbclient's layout on ATen's scalar kernels, MKL's compatible path and one thread (this file),
+  and nbval's layout on AVX2 with two threads (the Makefile runs nbval itself that way);
+- CI's full run adds nbclient on AVX2, nbval on the scalar kernels with one thread, and nbclient as the build
+  ran (that a rebuild reproduces itself).
+
+Each chapter is one class, so ``--dist loadscope`` spreads the chapters over the workers.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+
+from coursekit import notebooks
+
+CHAPTERS = notebooks.chapters()
+MAKE_TEST = [("nbclient", ("default", "1-thread"))]
+FULL_RUN = [("nbclient", ("avx2",)), ("nbval", ("default", "1-thread")), ("nbclient", ("native",))]
+CONDITIONS = [pytest.param(layout, numerics, id=f"{layout}-{'+'.join(numerics)}") for layout, numerics in MAKE_TEST] + [
+    pytest.param(layout, numerics, id=f"{layout}-{'+'.join(numerics)}", marks=pytest.mark.full)
+    for layout, numerics in FULL_RUN]
+
+
+def _runnable(numerics) -> None:
+    for name in numerics:
+        reason = notebooks.unavailable(name)
+        if reason:
+            pytest.skip(f"numerics {name}: {reason}")
+
+
+class _ChapterNumerics:
+    chapter: str
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("layout, numerics", CONDITIONS)
+    def test_committed_outputs_reproduce(self, layout, numerics):
+        _runnable(numerics)
+        differences = notebooks.reproduce(self.chapter, numerics, layout)
+        assert not differences, (
+            f"{len(differences)} cell(s) of {self.chapter} print other outputs under {layout}, "
+            f"{' + '.join(numerics)} (print only the digits every machine keeps, or the claim they support: "
+            "coursekit.claims):\n\n" + "\n\n".join(map(str, differences)))
+
+
+for _chapter in CHAPTERS:
+    _name = f"TestNumerics_{_chapter}"
+    globals()[_name] = type(_name, (_ChapterNumerics,), {"chapter": _chapter, "__module__": __name__})
+
+
+# The machinery itself, on a notebook made to depend on the numerics.
+PROBE_CELLS = [
+    "import torch\nprint('ATen kernels:', torch.backends.cpu.get_cpu_capability())",
+    "print('threads:', torch.get_num_threads())",
+    "print('object at', hex(id(object())))",           # sanitized: an address differs in every run
+    "print('3 / 7 =', round(3 / 7, 4))",               # the same everywhere
+]
+
+
+@pytest.fixture
+def probe(tmp_path):
+    """A notebook whose first two cells print the numerics they ran under, executed natively (on three threads, so
+    that one thread differs even on a one-core machine) and saved."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in PROBE_CELLS]
+    nb.metadata = {"kernelspec": dict(notebooks.KERNEL)}
+    path = tmp_path / "probe.ipynb"
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute(env={**os.environ, "OMP_NUM_THREADS": "3"})
+    nbformat.write(nb, path)
+    return path, nb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", notebooks.LAYOUTS)
+def test_reproduce_names_each_cell_that_depends_on_the_numerics_and_no_other(probe, layout):
+    path, built = probe
+    native = built.cells[0].outputs[0].text
+    if "DEFAULT" in native:
+        pytest.skip("this machine's own kernels are ATen's scalar ones: the probe cannot tell them apart")
+    differences = notebooks.reproduce_notebook(path, ("default", "1-thread"), layout)
+    assert [d.cell for d in differences] == [0, 1], "\n".join(map(str, differences))
+    assert "DEFAULT" in differences[0].diff and "threads: 1" in differences[1].diff
+
+
+def test_compare_outputs_is_nbvals_comparison():
+    """Streams are merged before comparing (a cell may print in several chunks), sanitizers apply, images and
+    cells tagged nbval-ignore-output are not compared, and a changed digit is found with its diff."""
+    def cell(outputs, tags=()):
+        c = nbformat.v4.new_code_cell("x")
+        c.outputs = [nbformat.from_dict(o) for o in outputs]
+        if tags:
+            c.metadata["tags"] = list(tags)
+        return c
+
+    def stream(text):
+        return {"output_type": "stream", "name": "stdout", "text": text}
+
+    picture = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "AAAA", "text/plain": "<Figure>"}}
+    committed, executed = nbformat.v4.new_notebook(), nbformat.v4.new_notebook()
+    committed.cells = [cell([stream("loss 0.0035\n")]), cell([stream("a\nb\n")]), cell([stream("at 0x7f00\n")]),
+                       cell([picture]), cell([stream("took 3.1 s\n")], tags=[notebooks.IGNORE_OUTPUT])]
+    executed.cells = [cell([stream("loss 0.0036\n")]), cell([stream("a\n"), stream("b\n")]), cell([stream("at 0x5e11\n")]),
+                      cell([{**picture, "data": {"image/png": "BBBB", "text/plain": "<Figure>"}}]),
+                      cell([stream("took 9.9 s\n")], tags=[notebooks.IGNORE_OUTPUT])]
+    differences = notebooks.compare_outputs(committed, executed, "probe")
+    assert [d.cell for d in differences] == [0]
+    assert "-stdout: loss 0.0035" in differences[0].diff and "+stdout: loss 0.0036" in differences[0].diff
+
+
+def test_numerics_that_this_machine_cannot_run_are_refused_with_the_reason(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
+    assert "not AVX2" in notebooks.unavailable("avx2")
+    assert notebooks.unavailable("default") is None and notebooks.unavailable("1-thread") is None
+    with pytest.raises(ValueError, match="cannot run here"):
+        notebooks.reproduce("01_tensors", ("avx2",))
+    with pytest.raises(ValueError, match="unknown numerics"):
+        notebooks.numerics_env(["avx3"])
