@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from coursekit import start_chapter, seed_everything
+from coursekit.claims import over, under
 from coursekit.graphs import draw_backward_graph
 from coursekit.meters import SavedTensorMeter, memory_in_use
 from coursekit.plots import plot_bars, plot_curves
@@ -211,8 +212,10 @@ print("same code, same input, two calls -> the same graph object?", run_1.grad_f
 # %%
 out.backward()
 y_hand = torch.exp(x.detach() * w.detach() + 1)
-torch.testing.assert_close(x.grad, y_hand * (w.detach() * x.detach() + 1))
-torch.testing.assert_close(w.grad, (y_hand * x.detach() ** 2).sum())
+# Each side is an exp and a few products, each rounded to float32 once, and exp's last bit may differ between
+# CPUs' kernels: a few float32 steps apart (one step of x.grad's 30.5 here, 2e-6). rtol 1e-5 is about 80 steps.
+torch.testing.assert_close(x.grad, y_hand * (w.detach() * x.detach() + 1), rtol=1e-5, atol=0)
+torch.testing.assert_close(w.grad, (y_hand * x.detach() ** 2).sum(), rtol=1e-5, atol=0)
 print("x.grad =", x.grad, "| w.grad =", w.grad)
 print("autograd agrees with the derivatives by hand")
 
@@ -332,8 +335,12 @@ except RuntimeError as error:
 u = torch.tensor([1.0, 0.0, -2.0], device=device)
 z.backward(u)
 jacobian = torch.autograd.functional.jacobian(lambda t: A @ t, v.detach())
-torch.testing.assert_close(v.grad, u @ jacobian)
+# Both sides are 1·A[0] + 0·A[1] − 2·A[2] in float32, added in whatever order the kernel picks: a rounding or
+# two apart at most (equal here), far inside 1e-6.
+torch.testing.assert_close(v.grad, u @ jacobian, rtol=1e-6, atol=1e-6)
 print("v.grad = uᵀJ =", v.grad)
+# Exactly equal on any CPU: row i of the Jacobian is the backward of the unit vector eᵢ, which multiplies A by
+# ones and zeros and adds them, and x + 0 is x in floating point.
 print("jacobian shape", tuple(jacobian.shape), "| same as A:", torch.equal(jacobian, A))
 
 # %% [markdown]
@@ -363,8 +370,11 @@ value = torch.tanh(grid)
 (second,) = torch.autograd.grad(first.sum(), grid)
 print("first derivative has a grad_fn:", type(first.grad_fn).__name__)
 t = value.detach()
-torch.testing.assert_close(first.detach(), 1 - t**2)
-torch.testing.assert_close(second, -2 * t * (1 - t**2))
+# Autograd and the formulas compute from the same tanh values t (|t| < 1) in another order: a float32 step or
+# two of numbers near 1 apart (6e-8 each; 6e-8 at most measured). So the tolerance is absolute: near x = ±3,
+# 1 − t² ≈ 0.01 keeps only the absolute precision of its subtraction, and a relative one would fail there.
+torch.testing.assert_close(first.detach(), 1 - t**2, rtol=0, atol=1e-6)
+torch.testing.assert_close(second, -2 * t * (1 - t**2), rtol=0, atol=1e-6)
 xs = grid.detach().cpu().tolist()
 plot_curves({"tanh(x)": (xs, t.cpu().tolist()), "first derivative": (xs, first.detach().cpu().tolist()),
              "second derivative": (xs, second.cpu().tolist())}, xlabel="x", ylabel="value",
@@ -496,7 +506,9 @@ for scaled in (False, True):
         (micro_loss / 4 if scaled else micro_loss).backward()
     accumulated = flat_grad(net)
     print(f"loss / 4 = {scaled!s:5s}: accumulated / full-batch gradient = {(accumulated.norm() / full.norm()).item():.3f}")
-torch.testing.assert_close(accumulated, full)
+# The full batch adds each weight's 32 per-sample terms in one sum, the accumulation in 4 sums of 8 and then
+# adds those: the two orders differ by float32 roundings (3e-8 here, on gradients up to 0.29), far inside 1e-6.
+torch.testing.assert_close(accumulated, full, rtol=1e-5, atol=1e-6)
 print("with the scaling, assert_close(accumulated, full) passes")
 
 # %% [markdown]
@@ -518,10 +530,16 @@ def one_step(optimizer_class, scaled, **options):
     return torch.cat([q.detach().flatten() for q in model.parameters()])
 
 
+gaps = {}
 for name, optimizer_class, options in (("SGD", torch.optim.SGD, {"lr": 0.1}),
                                        ("Adam", torch.optim.Adam, {"lr": 0.1})):
-    gap = (one_step(optimizer_class, False, **options) - one_step(optimizer_class, True, **options)).abs().max()
-    print(f"{name:4s}: largest weight difference after one step, unscaled vs scaled: {gap.item():.2g}")
+    after_unscaled, after_scaled = (one_step(optimizer_class, scale, **options) for scale in (False, True))
+    gaps[name] = (after_unscaled - after_scaled).abs().max().item()
+# SGD's difference is lr × 3 × a gradient, far above float32's rounding: printed as measured. Adam's is what its
+# eps leaves (about lr · 3·eps / |g| for the smallest gradient, 1.5e-3 here: 2e-6) plus float32's rounding of
+# the new weights, which differs between CPUs (1.9e-06 on one, 2e-06 on another): printed as the bound it keeps.
+print(f"SGD : largest weight difference after one step, unscaled vs scaled: {gaps['SGD']:.2g}")
+print(f"Adam: largest weight difference after one step, unscaled vs scaled: {under(gaps['Adam'], 1e-5)}")
 
 # %% [markdown]
 # With SGD the step is `lr × gradient`, so a 4× gradient is exactly a 4× learning rate. Adam divides
@@ -649,7 +667,9 @@ except RuntimeError as error:
 e = q.exp()
 e = e + 1
 e.sum().backward()
-torch.testing.assert_close(q.grad, q.detach().exp())
+# exp's backward multiplies the incoming 1 by its saved output, exp(q): the same float32 numbers as q.exp()
+# computes, so a tolerance of a few float32 roundings (rtol 1e-6) is already loose.
+torch.testing.assert_close(q.grad, q.detach().exp(), rtol=1e-6, atol=0)
 print("out of place: q.grad = exp(q) =", q.grad)
 
 # %% [markdown]
@@ -965,11 +985,13 @@ class Softplus(torch.autograd.Function):
 g = torch.randn(5).to(device).requires_grad_()
 result = Softplus.apply(g)
 print("the node it records:", type(result.grad_fn).__name__)
-torch.testing.assert_close(result, F.softplus(g))
+# F.softplus has kernels of its own for the value and for the gradient (eᵗ / (1 + eᵗ), not sigmoid): a float32
+# step or two from ours (6e-8 measured on the gradient). rtol 1e-5 is about 80 steps.
+torch.testing.assert_close(result, F.softplus(g), rtol=1e-5, atol=1e-6)
 upstream = torch.randn(5).to(device)
 (mine,) = torch.autograd.grad(result, g, upstream)
 (theirs,) = torch.autograd.grad(F.softplus(g), g, upstream)
-torch.testing.assert_close(mine, theirs)
+torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
 print("values and gradients match F.softplus")
 
 # %% [markdown]
@@ -1031,18 +1053,32 @@ with warnings.catch_warnings(record=True) as caught:
         print(f"{type(error).__name__}:", str(error).splitlines()[0])
 for warning in caught[:1]:
     print("warning:", str(warning.message).split(". ")[0])
-numerical = (Softplus.apply(point32 + 1e-6) - Softplus.apply(point32 - 1e-6)) / 2e-6
-print("finite differences:", [f"{value:.4f}" for value in numerical.tolist()])
-print("backward (sigmoid):", [f"{value:.4f}" for value in torch.sigmoid(point32).tolist()])
+at = point32.detach()
+above, below = Softplus.apply(at + 1e-6), Softplus.apply(at - 1e-6)
+numerical = (above - below) / 2e-6                           # gradcheck's estimate, by hand
+backward = torch.sigmoid(at)
+step = torch.nextafter(below, torch.full_like(below, float("inf"))) - below   # the spacing of float32 numbers at f(x)
+# The estimates themselves are not printed: each is a whole number of steps, and which whole number depends on
+# the last bit of exp and log1p, which differs between CPUs (0.4172 on one, 0.4470 on another: 14 and 15 steps).
+whole = torch.equal((above - below) / step, ((above - below) / step).round())
+outside = ((numerical - backward).abs() > 1e-5 + 1e-3 * numerical.abs()).all().item()   # gradcheck's test
+print("backward (sigmoid):                  ", [f"{value:.4f}" for value in backward.tolist()])
+print("finite differences move in jumps of: ", [f"{value:.4f}" for value in (step / 2e-6).tolist()])
+print(f"f(x + ε) − f(x − ε) a whole number of float32 steps: {whole} | "
+      f"all 5 estimates outside gradcheck's tolerance: {outside}")
 
 # %% [markdown]
-# Nothing is wrong with `backward`: the finite differences are. `float32` keeps about 7 significant
-# digits, so each of f(x + ε) and f(x − ε) carries a rounding error near 10⁻⁷ (relative to f); dividing
-# their difference by 2ε = 2·10⁻⁶ blows that up to errors of the order of 10⁻³ to 10⁻² in the
-# derivative — far outside `gradcheck`'s tolerance (10⁻⁵ absolute plus 10⁻³ relative). A larger ε
-# shrinks the rounding part but adds the formula's own truncation error, which grows like ε². The
-# picture shows that trade-off for softplus' derivative at t = 0.5: at `gradcheck`'s ε, `float32` is
-# wrong in the third digit, while `float64`, with about 16 digits, is wrong in the eleventh. The flat
+# Nothing is wrong with `backward`: the finite differences are. f(x + ε) and f(x − ε) are `float32`
+# numbers, and `float32` keeps about 7 significant digits: between 0.5 and 1, for instance, its numbers lie
+# 6·10⁻⁸ apart. So their difference is a whole number of such steps, and dividing it by 2ε = 2·10⁻⁶ turns
+# one step into a jump of 0.0298 in the estimate. The estimate can only move in such jumps — 0.0037 to 0.0596
+# at these five points, depending on the size of f there — so it is generally off by a good fraction of a
+# jump: far outside `gradcheck`'s tolerance (10⁻⁵ absolute plus 10⁻³ relative), and here all five are. Which
+# whole number of steps it lands on depends on the last bit that `exp` and `log1p` return, and that bit differs
+# between CPUs: another machine's estimates differ from these by whole jumps, which is why the cell prints the
+# jumps and not the estimates. A larger ε shrinks the jumps but adds the formula's own truncation error, which
+# grows like ε². The picture shows that trade-off for softplus' derivative at t = 0.5: at `gradcheck`'s ε,
+# `float32` is off by more than 10⁻³, while `float64`, with about 16 digits, is off by less than 10⁻⁹. The flat
 # stretch at the left of the `float32` curve is the extreme case: below about 1.5·10⁻⁸ (half the spacing of
 # `float32` numbers just below 0.5), x ± ε rounds back to x itself, both values are equal, the estimate is 0,
 # and the error is the whole derivative, sigmoid(0.5) ≈ 0.62, whatever ε. So:
@@ -1059,8 +1095,12 @@ for dtype in (torch.float32, torch.float64):
         estimate = (F.softplus(at + eps) - F.softplus(at - eps)) / (2 * eps)
         errs.append(max(abs(estimate.item() - exact.item()), 1e-17))
     errors[str(dtype).removeprefix("torch.")] = (steps_eps.tolist(), errs)
-for name, (eps_values, errs) in errors.items():
-    print(f"{name}: error at eps=1e-6 is {errs[12]:.1e}; smallest error {min(errs):.1e}")
+# These errors are made of float32 (float64) steps of softplus, and the step an exp or a log1p lands on differs
+# between CPUs (float64's error at 1e-6 was 1.2e-11 with one kernel, 4.3e-11 with another), so they are printed
+# as the bounds every machine keeps. float32's is over 1e-3 anywhere: its estimates jump by 0.0298 there.
+float32_errors, float64_errors = errors["float32"][1], errors["float64"][1]
+print(f"float32: error at eps=1e-6 {over(float32_errors[12], 1e-3)}; smallest error {under(min(float32_errors), 1e-5)}")
+print(f"float64: error at eps=1e-6 {under(float64_errors[12], 1e-9)}; smallest error {under(min(float64_errors), 1e-10)}")
 tiny = torch.tensor(0.5, dtype=torch.float32)
 print("float32 at eps=1e-9: 0.5 + eps == 0.5 is", (tiny + 1e-9 == tiny).item(), "| estimate",
       ((F.softplus(tiny + 1e-9) - F.softplus(tiny - 1e-9)) / 2e-9).item(), "| its error", f"{exact.item():.2f}")
@@ -1289,6 +1329,8 @@ def regression_runs():
 
 with uses_your_answer("train_with_accumulation"):
     ordinary, accumulated = regression_runs()
+    # The same 20 SGD steps, each gradient added in 4 parts instead of one sum: the losses drift apart by float32
+    # roundings only (4e-7 at most measured, on losses up to 6.2), so 1e-5 holds on any CPU for a right answer.
     gap = max(abs(first - second) for first, second in zip(ordinary, accumulated))
     print("the two loss curves agree within 1e-5:", gap < 1e-5, "(the blue curve is hidden under the orange one)")
     plot_curves({"batches of 32": ordinary, "8 x 4 accumulated": accumulated}, xlabel="optimizer step",
