@@ -58,6 +58,7 @@ from torch.utils.data import (BatchSampler, DataLoader, Dataset, IterableDataset
                               get_worker_info, random_split)
 
 from coursekit import determinism_settings, run_record, seed_everything, set_deterministic, start_chapter
+from coursekit.claims import over, under
 from coursekit.data_sources import choose_image_source
 from coursekit.plots import plot_bars, plot_curves, plot_histograms, show_image_grid
 from coursekit.practice import predict, uses_your_answer
@@ -303,11 +304,19 @@ statistics = {"training split": (train_mean, train_std),
               "all images (leak)": (all_pixels.mean().item(), all_pixels.std().item()),
               "ImageNet's, borrowed": (0.485, 0.229)}
 normalized = {}
+
+
+def signed(value):
+    # The training pixels normalized with their own statistics have mean 0 up to float32 rounding (3e-8 here),
+    # and the sign of that rounding differs between CPUs: rounded first, such a mean prints +0.000, never -0.000.
+    return f"{round(float(value), 3) + 0.0:+.3f}"
+
+
 for name, (mean, std) in statistics.items():
     normalized[name] = (train_pixels - mean) / std       # what v2.Normalize([mean], [std]) computes
     on_valid = (valid_pixels - mean) / std
-    print(f"{name:21s} mean {mean:.4f}, std {std:.4f} -> normalized training pixels: mean {normalized[name].mean():+.3f}, "
-          f"std {normalized[name].std():.3f} | validation: mean {on_valid.mean():+.3f}, std {on_valid.std():.3f}")
+    print(f"{name:21s} mean {mean:.4f}, std {std:.4f} -> normalized training pixels: mean {signed(normalized[name].mean())}, "
+          f"std {normalized[name].std():.3f} | validation: mean {signed(on_valid.mean())}, std {on_valid.std():.3f}")
 plot_histograms(normalized, bins=30, sharex=True, xlabel="normalized pixel value",
                 title="the training pixels after Normalize, with three choices of statistics")
 
@@ -984,15 +993,28 @@ for switch, value in record["determinism"].items():
 #
 # Floating-point addition is not associative: `(a + b) + c` can differ from `a + (b + c)`, because every
 # addition rounds to the nearest float32. So a sum depends on the order of its terms — and atomics, or a
-# reduction split across threads, choose that order at run time. Below, a small case first; then the
-# same 100,000 float32 numbers summed in two orders, and in one order split over one thread and over two
-# (the thread count is set explicitly, so the printed numbers are the same on every machine):
+# reduction split across threads, choose that order at run time. Below, a small case first. Then 100,000
+# float32 numbers added in orders we choose: one after the other, as they come and shuffled, and in two
+# halves, each summed on its own and the two results added, as two threads would. NumPy's `cumsum` adds
+# strictly from left to right, and IEEE 754 fixes how each float32 addition rounds, so these sums come out
+# the same on every machine. Last, torch's own `values.sum()`, which picks its order itself:
 
 # %%
+big, one = torch.tensor(1e8), torch.tensor(1.0)
+print(f"in float32, (1e8 - 1e8) + 1 = {((big - big) + one).item()}, but 1e8 + (-1e8 + 1) = {(big + (-big + one)).item()}")
+
+# torch.rand, not torch.randn: rand draws the same bits on every CPU, while randn's last bits depend on the
+# CPU's vector instructions. Times 2 minus 1 is exact in float32.
 generator = torch.Generator().manual_seed(0)
-values = torch.randn(100_000, generator=generator)              # float32
+values = torch.rand(100_000, generator=generator) * 2 - 1       # float32, in [-1, 1)
 order = torch.randperm(len(values), generator=generator)
-exact = values.double().sum().item()                            # float64: the reference
+exact = math.fsum(values.tolist())                               # the exact sum, rounded once (to float64)
+nearest = torch.tensor(exact, dtype=torch.float32)               # the float32 number closest to it
+
+
+def left_to_right(t):
+    """The float32 sum of t, adding one number after the other: the same result on every machine."""
+    return torch.tensor(np.cumsum(t.numpy(), dtype=np.float32)[-1])
 
 
 def steps_apart(a, b):
@@ -1000,29 +1022,37 @@ def steps_apart(a, b):
     return abs(a.view(torch.int32).item() - b.view(torch.int32).item())
 
 
-big, one = torch.tensor(1e8), torch.tensor(1.0)
-print(f"in float32, (1e8 - 1e8) + 1 = {((big - big) + one).item()}, but 1e8 + (-1e8 + 1) = {(big + (-big + one)).item()}")
+half = len(values) // 2
+sums = {"left to right, in order": left_to_right(values),
+        "left to right, shuffled": left_to_right(values[order]),
+        "two halves, then added": left_to_right(values[:half]) + left_to_right(values[half:])}
+print(f"{'the exact sum of the 100,000 numbers':38s} {exact:.7f} | the float32 number nearest to it: {nearest.item():.7f}")
+for name, total in sums.items():
+    print(f"float32 sum, {name:25s} {total.item():.7f} | {steps_apart(total, nearest):3d} float32 steps from the nearest")
+
+# torch's sum adds in a tree of partial sums shaped by the thread count and the CPU's vector width, so its last
+# bits are the machine's (1 to 7 steps from the nearest here, up to 21 over 1200 shuffles): stated as a bound.
 threads_before = torch.get_num_threads()
 try:
-    torch.set_num_threads(1)
-    in_order, shuffled = values.sum(), values[order].sum()
-    torch.set_num_threads(2)
-    two_threads = values.sum()
+    torch_steps = []
+    for threads in (1, 2, 3, 4):
+        torch.set_num_threads(threads)
+        torch_steps.append(steps_apart(values.sum(), nearest))
 finally:
     torch.set_num_threads(threads_before)
-print(f"float64 sum (reference):         {exact:.7f}")
-for name, total in (("in order, 1 thread", in_order), ("shuffled, 1 thread", shuffled),
-                    ("in order, 2 threads", two_threads)):
-    print(f"float32 sum, {name:19s} {total.item():.7f}   {steps_apart(total, in_order)} float32 steps "
-          f"({total.item() - in_order.item():+.1e}) from 'in order, 1 thread'")
+print(f"{'torch.sum, with 1, 2, 3 and 4 threads':38s} each {under(max(torch_steps), 50, ' float32 steps')} from the nearest")
 
 # %% [markdown]
 # `1e8 + (-1e8 + 1)` loses the 1 entirely: float32 cannot hold `-99999999`, so `-1e8 + 1` rounds back
-# to `-1e8`. The sums of 100,000 numbers differ in their last bits — a few float32 steps, in the 7th
-# significant digit — between orders, and between thread counts. None of them is "the" right one: each is
-# within rounding of the float64 reference; they are just not the same. Alone that is harmless, but
-# training feeds every result into the next step, and after thousands of steps two runs that once
-# differed in a last bit can differ visibly.
+# to `-1e8`. The three sums of the same 100,000 numbers land 365, 239 and 125 float32 steps from the float32
+# number nearest the exact sum — off from the 5th or 6th significant digit on, each in its own way: every one
+# of the 99,999 additions rounds the running total, and which roundings pile up depends on the order. None of
+# them is "the" right one — each is exactly what float32 gives in its order — they are just not the same.
+# torch's own sum comes much closer (each under 50 steps), because it adds in a tree of partial sums instead
+# of into one running total. But the shape of that tree depends on the number of threads and, from one CPU
+# to another, on the width of its vector instructions, so its last bits belong to the machine: the cell
+# prints how close it comes, not its digits. Alone that is harmless, but training feeds every result into
+# the next step, and after thousands of steps two runs that once differed in a last bit can differ visibly.
 #
 # On the CPU torch's operations are, as a rule, repeatable for a fixed thread count, so on this machine
 # `use_deterministic_algorithms(True)` changes no sum. It does change one thing you can see on the CPU:
@@ -1036,6 +1066,7 @@ plain_sum = values.sum()                                     # the 100,000 numbe
 try:
     set_deterministic(True)
     print("deterministic mode:", torch.are_deterministic_algorithms_enabled())
+    # Exactly equal on any CPU: the same kernel on the same numbers with the same threads adds in the same order.
     print("   values.sum() the same as with the mode off:", torch.equal(values.sum(), plain_sum))
     print("   torch.empty(4):                  ", torch.empty(4))
     print("   torch.ones(2).resize_(4):        ", torch.ones(2).resize_(4))
@@ -1393,6 +1424,8 @@ def three_steps():
     return hidden_weight.detach().clone()
 
 
+# torch.equal, no tolerance: the same steps from the same state, in one process with the same threads, repeat
+# bit for bit on any CPU; a restore that missed anything shows up as any difference at all.
 first_time = three_steps()
 checkpoint.seek(0)
 saved = torch.load(checkpoint)
@@ -1715,7 +1748,8 @@ with uses_your_answer("lr_range_test", "suggest_lr"):
 # %% [markdown]
 # Does the suggestion hold up? Three short runs from the same starting weights and the same data order
 # — 4 epochs at the suggested rate, at a rate 100 times smaller and at one 10 times larger — compared
-# by their loss curves and by accuracy on the validation images.
+# by their loss curves and by accuracy on the validation images. (A run that breaks down is chaotic: the
+# last bits in which CPUs differ decide its details, so its line states the bounds it keeps on every machine.)
 
 # %%
 def train_briefly(lr, epochs=4):
@@ -1745,8 +1779,17 @@ with uses_your_answer("lr_range_test", "suggest_lr"):
     for name, lr in (("suggested", suggested), ("100x smaller", suggested / 100), ("10x larger", suggested * 10)):
         history, accuracy = train_briefly(lr)
         curves[f"{name}, lr {lr:.2g}"] = history
-        print(f"{name:12s} lr {lr:<8.2g} last-epoch loss {np.mean(history[-len(train_loader):]):.2f} | "
-              f"validation accuracy {accuracy:.0%}")
+        last_epoch = np.mean(history[-len(train_loader):])
+        if name == "10x larger":
+            # At 10 times the rate the steps overshoot, nearly every ReLU dies (2 of 64 still fired) and the model
+            # predicts one class for almost everything. How many items it gets right, and the loss's digits, are
+            # decided by last-bit differences: 1.78 and 23% on one CPU, 1.77 and 24% on another. So it prints the
+            # bounds it keeps: a loss near ln 6 = 1.79, that of a uniform guess, and an accuracy near the 22.5%
+            # of the largest class.
+            shown = f"last-epoch loss {over(last_epoch, 1.5)} | validation accuracy {under(100 * accuracy, 40, '%')}"
+        else:
+            shown = f"last-epoch loss {last_epoch:.2f} | validation accuracy {accuracy:.0%}"
+        print(f"{name:12s} lr {lr:<8.2g} {shown}")
     plot_curves(curves, xlabel="step", ylabel="training loss", logy=True, title="4 epochs at three learning rates")
 
 # %%
