@@ -131,3 +131,33 @@ def test_numerics_that_this_machine_cannot_run_are_refused_with_the_reason(monke
         notebooks.reproduce("01_tensors", ("avx2",))
     with pytest.raises(ValueError, match="unknown numerics"):
         notebooks.numerics_env(["avx3"])
+
+
+@pytest.mark.parametrize("printed, masked", [
+    ("chapter 01_tensors | python 3.11.7 | torch 2.14.1", "chapter 01_tensors | python 3.11.x | torch 2.14.1"),
+    ("versions: python 3.11.9, torch 2.14.1+cu130", "versions: python 3.11.x, torch 2.14.1"),
+    ("python 3.12.1", "python 3.12.x"),           # the minor version stays: the lock is for 3.11
+    ("took 3.4 ms per step", "took TIME per step"),
+    ("object at 0x7f3a2c", "object at 0xADDRESS"),
+])
+def test_sanitizers_mask_what_machines_may_print_differently(printed, masked):
+    """tests/nbval_sanitize.cfg: a Python patch release, a CUDA build suffix, a timing, an address."""
+    import re
+
+    text = printed
+    for regex, replace in notebooks._sanitize_patterns():
+        text = re.sub(regex, replace, text)
+    assert text == masked
+
+
+@pytest.mark.parametrize("printed", [
+    "final loss 0.0036 | grad norm 3.07e-02",     # what a cell measures is compared as printed
+    "test accuracy 0.949", "running_var 9.224", "5192 weights",
+])
+def test_sanitizers_leave_what_a_cell_teaches(printed):
+    import re
+
+    text = printed
+    for regex, replace in notebooks._sanitize_patterns():
+        text = re.sub(regex, replace, text)
+    assert text == printed
