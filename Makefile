@@ -37,21 +37,18 @@ student-edition: setup
 
 ## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
 ## (the instructor notebooks, whose answers import the reference, with processes started by spawn as on
-## macOS and Windows). nbval executes them on another CPU's code paths (AVX2, two threads): a committed output
-## must reproduce on any machine, and tests/test_notebook_numerics.py executes them once more on ATen's scalar
-## kernels with one thread, in nbclient's layout. Both runs spread over every core (pytest-xdist; JOBS=0 runs
-## them in one process) with --dist loadscope: a test class or file stays on one worker (so a chapter's nbgrader
-## round trip, one class, runs once), and a notebook's cells too (one kernel).
-## A bug fixture is graded on the checks it names; COURSE_EVERY_CHECK=1 (CI) grades every check (tests/submissions.py).
+## macOS and Windows, on another CPU's code paths: AVX2, two threads), each chapter also executed once more on
+## ATen's scalar kernels with one thread (tests/test_notebook_numerics.py: a committed output must reproduce
+## on any machine). One pytest session spread over every core (pytest-xdist; JOBS=0 runs it in one process)
+## with --dist loadscope: a test class or file stays on one worker (so a chapter's nbgrader round trip, one
+## class, runs once, and a chapter's notebook runs too).
+## A bug fixture is graded on the checks it names; COURSE_EVERY_CHECK=1 (CI) grades every check (tests/submissions.py)
+## and executes the notebooks under four more conditions.
 JOBS ?= auto
 # The tests, CI and the committed notebooks never download (chapter 04 then uses its offline data).
 test notebooks: export COURSE_OFFLINE := 1
 test: setup
 	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope
-	numerics="$$($(BIN)/python -m coursekit.notebooks numerics avx2 2-threads)" && \
-	env $$numerics COURSE_INSTRUCTOR=1 COURSE_START_METHOD=spawn \
-	  $(BIN)/python -m pytest --nbval course --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
-	  -n $(JOBS) --dist loadscope
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: export COURSE_OFFLINE := 1

@@ -13,11 +13,13 @@ and markdown cells have every line commented. A cell's header line carries its r
 ``python -m coursekit.notebooks build [CHAPTER ...]`` writes ``course/NN_slug/NN_slug.ipynb`` and
 executes it so its outputs are committed (nbval compares against them); ``--no-execute`` skips that.
 
-``python -m coursekit.notebooks reproduce [CHAPTER ...] [--numerics NAME ...] [--layout nbclient|nbval]``
-executes the committed notebooks again under conditions that change the numerics of a CPU (another
-instruction set for ATen, oneDNN and MKL, another thread count) and in another process layout, and lists
-every cell whose output then differs from the committed one as nbval would compare it (same sanitizers,
-same tags). A committed output must reproduce under all of them: a newcomer's machine is one of them.
+``python -m coursekit.notebooks reproduce [CHAPTER ...] [--numerics NAME ...] [--layout nbclient|nbval]
+[--start-method spawn]`` executes the committed notebooks again under conditions that change the numerics
+of a CPU (another instruction set for ATen, oneDNN and MKL, another thread count), in another process
+layout, and with processes started another way, and lists every cell whose output then differs from the
+committed one as nbval compares it (nbval itself in its layout; the same sanitizers and tags in nbclient's).
+A committed output must reproduce under all of them: a newcomer's machine is one of them
+(tests/test_notebook_numerics.py runs them).
 """
 
 from __future__ import annotations
@@ -220,14 +222,19 @@ class CellDifference:
         return f"{self.chapter} cell {self.cell} ({self.cell_id}):\n{self.diff}"
 
 
+def _graded(cell) -> bool:
+    return bool(cell.metadata.get("nbgrader", {}).get("grade"))
+
+
 def compare_outputs(committed: nbformat.NotebookNode, executed: nbformat.NotebookNode,
-                    chapter: str = "") -> list[CellDifference]:
-    """Every code cell whose outputs differ as nbval compares them (cells tagged nbval-ignore-output aside)."""
+                    chapter: str = "", checks: bool = True) -> list[CellDifference]:
+    """Every code cell whose outputs differ as nbval compares them (cells tagged nbval-ignore-output aside, and
+    the graded check cells too with ``checks=False``)."""
     patterns = _sanitize_patterns()
     code = [(c, e) for c, e in zip(committed.cells, executed.cells) if c.cell_type == "code"]
     differences = []
     for number, (want, got) in enumerate(code):
-        if IGNORE_OUTPUT in want.metadata.get("tags", []):
+        if IGNORE_OUTPUT in want.metadata.get("tags", []) or not checks and _graded(want):
             continue
         a, b = _comparable(want.outputs, patterns), _comparable(got.outputs, patterns)
         if a != b:
@@ -238,15 +245,19 @@ def compare_outputs(committed: nbformat.NotebookNode, executed: nbformat.Noteboo
 
 
 def reproduce(chapter: str, numerics: list[str] | tuple[str, ...] = (), layout: str = "nbclient",
-              timeout: int = 300) -> list[CellDifference]:
+              timeout: int = 300, start_method: str | None = None, checks: bool = True) -> list[CellDifference]:
     """Execute the committed notebook of ``chapter`` again under the named :data:`NUMERICS` conditions and
-    ``layout`` (nbclient, as ``build`` executes it; or nbval, as ``make test`` does), and return the cells
-    whose outputs differ from the committed ones. The kernel inherits the conditions' variables."""
-    return reproduce_notebook(notebook_path(chapter), numerics, layout, timeout, label=chapter)
+    ``layout`` (nbclient, as ``build`` executes it; or nbval, as CI compares it), and return the cells whose
+    outputs differ from the committed ones. The kernel inherits the conditions' variables; ``start_method``
+    (``spawn``: as macOS and Windows start processes) becomes the notebook's ``COURSE_START_METHOD``.
+    ``checks=False`` (nbclient's layout only) runs every cell but the graded check cells, and compares the rest."""
+    return reproduce_notebook(notebook_path(chapter), numerics, layout, timeout, label=chapter,
+                              start_method=start_method, checks=checks)
 
 
 def reproduce_notebook(path: Path, numerics: list[str] | tuple[str, ...] = (), layout: str = "nbclient",
-                       timeout: int = 300, label: str = "") -> list[CellDifference]:
+                       timeout: int = 300, label: str = "", start_method: str | None = None,
+                       checks: bool = True) -> list[CellDifference]:
     """:func:`reproduce` for the notebook at ``path`` (executed in its own folder)."""
     for name in numerics:
         reason = unavailable(name)
@@ -257,15 +268,23 @@ def reproduce_notebook(path: Path, numerics: list[str] | tuple[str, ...] = (), l
     committed = nbformat.read(path, as_version=4)
     # As `make notebooks` built it: the instructor's edition (answers import the reference), offline data.
     env = {"COURSE_INSTRUCTOR": "1", "COURSE_OFFLINE": "1", **os.environ, **numerics_env(numerics)}
+    if start_method:
+        env["COURSE_START_METHOD"] = start_method
     if layout == "nbclient":
         from nbclient import NotebookClient
 
         executed = nbformat.from_dict(committed)
+        if not checks:
+            for cell in executed.cells:
+                if _graded(cell):
+                    cell.source = ""        # runs nothing: a check cell only calls check(...)
         NotebookClient(executed, timeout=timeout, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
-        return compare_outputs(committed, executed, label)
+        return compare_outputs(committed, executed, label, checks=checks)
     if layout != "nbval":
         raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    if not checks:
+        raise ValueError("nbval runs every cell: checks=False is for nbclient's layout")
     # nbval compares as it runs (its own comparison, the course's sanitizers); its report is read back.
     with tempfile.TemporaryDirectory(prefix=f"course-{label[:2]}-nbval-") as scratch:
         report = Path(scratch) / "report.xml"
@@ -304,27 +323,14 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("--numerics", nargs="*", default=[], choices=list(NUMERICS),
                        help="conditions applied together (default: none, this machine's own)")
     again.add_argument("--layout", choices=LAYOUTS, default="nbclient")
-    variables = sub.add_parser("numerics", help="print the environment variables of numerics conditions, "
-                                                "for `env`; a condition this machine cannot run is left out")
-    variables.add_argument("names", nargs="+", choices=list(NUMERICS))
+    again.add_argument("--start-method", choices=("fork", "spawn", "forkserver"),
+                       help="how the notebook starts processes (COURSE_START_METHOD); spawn as on macOS and Windows")
     args = parser.parse_args(argv)
-    if args.command == "numerics":
-        runnable = []
-        for name in args.names:
-            reason = unavailable(name)
-            if reason:
-                print(f"numerics {name} left out: {reason}", file=sys.stderr)
-            else:
-                runnable.append(name)
-        print(" ".join(f"{key}={value}" for key, value in numerics_env(runnable).items()))
-        print(f"notebooks executed under the numerics {' + '.join(runnable) or 'native'} "
-              f"(another CPU's code paths; tests/test_notebook_numerics.py tries others)", file=sys.stderr)
-        return 0
     if args.command == "reproduce":
         failed = 0
         for chapter in args.chapters or chapters():
             start = time.perf_counter()
-            differences = reproduce(chapter, args.numerics, args.layout)
+            differences = reproduce(chapter, args.numerics, args.layout, start_method=args.start_method)
             failed += len(differences)
             print(f"{chapter} [{args.layout}, {'+'.join(args.numerics) or 'native'}]: "
                   f"{len(differences)} cell(s) differ, {time.perf_counter() - start:.1f} s", flush=True)

@@ -1,4 +1,5 @@
-"""Every committed notebook output reproduces on numerics other than the ones it was built on (issue 31).
+"""Every committed notebook output reproduces on numerics other than the ones it was built on (issue 31), and
+nbval compares every chapter as CI does.
 
 A committed output is compared by nbval with a new run on the learner's machine. Its digits are only worth
 committing if every machine prints them: another CPU's vector width (ATen's AVX-512, AVX2 or scalar kernels),
@@ -6,15 +7,18 @@ another MKL or oneDNN path, another thread count, another process layout (nbval'
 change float32 rounding, and a training run can grow that into a different second digit. A newcomer's Xeon
 failed 13 cells that the machine which built them reproduced.
 
-So each chapter is executed again here under numerics that differ from the build's, and every cell nbval would
+So each chapter is executed again under numerics that differ from the build's, and every cell nbval would
 fail is listed with its diff (``coursekit.notebooks.reproduce``):
 
-- ``make test``: nbclient's layout on ATen's scalar kernels, MKL's compatible path and one thread (this file),
-  and nbval's layout on AVX2 with two threads (the Makefile runs nbval itself that way);
-- CI's full run adds nbclient on AVX2, nbval on the scalar kernels with one thread, and nbclient as the build
-  ran (that a rebuild reproduces itself).
+- ``make test``: nbval, with processes started by spawn as on macOS and Windows, on AVX2 kernels with two
+  threads; and nbclient's layout on ATen's scalar kernels, MKL's compatible path and one thread, without the
+  graded check cells (their 37 s of a 2-core machine: nbval has just run them, and CI runs them here too);
+- CI's full run adds nbclient on AVX2, nbval on the scalar kernels with one thread, nbval on this machine's
+  own numerics, and nbclient as the build ran (that a rebuild reproduces itself).
 
-Each chapter is one class, so ``--dist loadscope`` spreads the chapters over the workers.
+A condition this CPU cannot run (AVX2 on an ARM laptop) is left out of its run, and the run goes on with the
+rest. Each chapter is one class, so ``--dist loadscope`` spreads the chapters over the workers; nbval runs in
+a process of its own for each chapter (``pytest --nbval``), as part of this one session.
 """
 
 from __future__ import annotations
@@ -27,32 +31,38 @@ import pytest
 from coursekit import notebooks
 
 CHAPTERS = notebooks.chapters()
-MAKE_TEST = [("nbclient", ("default", "1-thread"))]
-FULL_RUN = [("nbclient", ("avx2",)), ("nbval", ("default", "1-thread")), ("nbclient", ("native",))]
-CONDITIONS = [pytest.param(layout, numerics, id=f"{layout}-{'+'.join(numerics)}") for layout, numerics in MAKE_TEST] + [
-    pytest.param(layout, numerics, id=f"{layout}-{'+'.join(numerics)}", marks=pytest.mark.full)
-    for layout, numerics in FULL_RUN]
+# (layout, numerics, start method, whether the graded check cells run)
+MAKE_TEST = [("nbval", ("avx2", "2-threads"), "spawn", True), ("nbclient", ("default", "1-thread"), None, False)]
+FULL_RUN = [("nbclient", ("avx2",), None, True), ("nbval", ("default", "1-thread"), "spawn", True),
+            ("nbval", ("native",), "spawn", True), ("nbclient", ("native",), None, True)]
 
 
-def _runnable(numerics) -> None:
-    for name in numerics:
-        reason = notebooks.unavailable(name)
-        if reason:
-            pytest.skip(f"numerics {name}: {reason}")
+def _condition(layout, numerics, start_method, checks, marks=()):
+    name = (f"{layout}-{'+'.join(numerics)}" + (f"-{start_method}" if start_method else "")
+            + ("" if checks else "-no-checks"))
+    return pytest.param(layout, numerics, start_method, checks, id=name, marks=marks)
+
+
+CONDITIONS = ([_condition(*c) for c in MAKE_TEST] + [_condition(*c, marks=pytest.mark.full) for c in FULL_RUN])
+
+
+def runnable(numerics) -> tuple[str, ...]:
+    """The conditions of ``numerics`` that this machine can run (the others are left out, not the whole run)."""
+    return tuple(name for name in numerics if notebooks.unavailable(name) is None)
 
 
 class _ChapterNumerics:
     chapter: str
 
     @pytest.mark.slow
-    @pytest.mark.parametrize("layout, numerics", CONDITIONS)
-    def test_committed_outputs_reproduce(self, layout, numerics):
-        _runnable(numerics)
-        differences = notebooks.reproduce(self.chapter, numerics, layout)
+    @pytest.mark.parametrize("layout, numerics, start_method, checks", CONDITIONS)
+    def test_committed_outputs_reproduce(self, layout, numerics, start_method, checks):
+        numerics = runnable(numerics)
+        differences = notebooks.reproduce(self.chapter, numerics, layout, start_method=start_method, checks=checks)
         assert not differences, (
             f"{len(differences)} cell(s) of {self.chapter} print other outputs under {layout}, "
-            f"{' + '.join(numerics)} (print only the digits every machine keeps, or the claim they support: "
-            "coursekit.claims):\n\n" + "\n\n".join(map(str, differences)))
+            f"{' + '.join(numerics) or 'native'} (print only the digits every machine keeps, or the claim they "
+            "support: coursekit.claims):\n\n" + "\n\n".join(map(str, differences)))
 
 
 for _chapter in CHAPTERS:
@@ -66,7 +76,9 @@ PROBE_CELLS = [
     "print('threads:', torch.get_num_threads())",
     "print('object at', hex(id(object())))",           # sanitized: an address differs in every run
     "print('3 / 7 =', round(3 / 7, 4))",               # the same everywhere
+    "print('graded cell, threads:', torch.get_num_threads())",   # made an nbgrader check cell below
 ]
+GRADED = 4
 
 
 @pytest.fixture
@@ -75,6 +87,8 @@ def probe(tmp_path):
     that one thread differs even on a one-core machine) and saved."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in PROBE_CELLS]
+    nb.cells[GRADED].metadata["nbgrader"] = {"grade": True, "grade_id": "probe_check", "points": 1, "locked": True,
+                                             "solution": False, "schema_version": 3, "task": False}
     nb.metadata = {"kernelspec": dict(notebooks.KERNEL)}
     path = tmp_path / "probe.ipynb"
     from nbclient import NotebookClient
@@ -92,8 +106,17 @@ def test_reproduce_names_each_cell_that_depends_on_the_numerics_and_no_other(pro
     if "DEFAULT" in native:
         pytest.skip("this machine's own kernels are ATen's scalar ones: the probe cannot tell them apart")
     differences = notebooks.reproduce_notebook(path, ("default", "1-thread"), layout)
-    assert [d.cell for d in differences] == [0, 1], "\n".join(map(str, differences))
+    assert [d.cell for d in differences] == [0, 1, GRADED], "\n".join(map(str, differences))
     assert "DEFAULT" in differences[0].diff and "threads: 1" in differences[1].diff
+
+
+@pytest.mark.slow
+def test_without_checks_the_graded_cells_are_neither_run_nor_compared(probe):
+    path, _ = probe
+    differences = notebooks.reproduce_notebook(path, ("1-thread",), "nbclient", checks=False)
+    assert [d.cell for d in differences] == [1], "\n".join(map(str, differences))
+    with pytest.raises(ValueError, match="nbclient"):
+        notebooks.reproduce_notebook(path, (), "nbval", checks=False)
 
 
 def test_compare_outputs_is_nbvals_comparison():
