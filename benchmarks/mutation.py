@@ -339,7 +339,10 @@ def grade(mutant: Mutant, folder: Path, *, scale: float | None = None, salt: str
         for check in graders.get_exercise(mutant.exercise).checks:
             if checks is not None and check.name not in checks:
                 continue
-            report = graders.check_file(mutant.exercise, str(path), [check.name], device="cpu", timeout=20)
+            # 20 s a check when graded (the graded limit is seconds; a loaded machine); more when scaled up, so that
+            # a scaled-up domain's time is not taken for a failure
+            timeout = 20 * max(1.0, min(float(scale or 1), 15.0))
+            report = graders.check_file(mutant.exercise, str(path), [check.name], device="cpu", timeout=timeout)
             if not report.passed:
                 status = report.results[0].status if report.results else "?"
                 return True, f"{check.name} ({status})", domain.DRAWN - before
