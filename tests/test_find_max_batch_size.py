@@ -85,3 +85,85 @@ def test_a_real_search_on_a_gpu_under_a_memory_cap(device):
     finally:
         torch.cuda.set_per_process_memory_fraction(1.0)
         torch.cuda.empty_cache()
+
+
+# -- the generated domain (issue 32): each class the specification allows is drawn ---------------------------
+def _drawn(generate, count=500, seed=0):
+    import random
+
+    from graders import domain
+
+    random.seed(seed)
+    return domain.draw(generate, count)
+
+
+def test_the_generator_draws_every_relation_of_start_limit_and_threshold():
+    runs = _drawn(grader.generate_run)
+    bounds = [(r, *r.bounds) for r in runs]
+    assert all(1 <= start <= limit and r.threshold >= start for r, start, limit in bounds)  # valid calls only
+    assert any(r.start is None for r in runs) and any(r.limit is None for r in runs)  # the defaults left out
+    assert any(r.start is not None and r.start > 1 for r in runs)
+    assert any(start == limit for _, start, limit in bounds)
+    powers = [(start, limit) for _, start, limit in bounds if limit > start and limit % start == 0
+              and (limit // start) & (limit // start - 1) == 0]
+    assert powers  # limit = start * 2**k: the doubling lands on limit exactly
+    assert any(limit - 1 > start and (limit - 1) % start == 0 and ((limit - 1) // start) & ((limit - 1) // start - 1) == 0
+               for _, start, limit in bounds)  # one past start * 2**k
+    assert any(r.threshold == start for r, start, _ in bounds)
+    assert any(r.threshold == limit for r, _, limit in bounds)
+    assert any(r.threshold == limit - 1 and limit - 1 > start for r, start, limit in bounds)
+    assert any(r.threshold > limit for r, _, limit in bounds)
+    assert any(start < r.threshold < limit for r, start, limit in bounds)
+    assert any(limit > 2**53 and limit - start > 2**53 for _, start, limit in bounds)  # a float midpoint rounds
+    assert all(limit < grader.LARGEST and r.threshold < grader.LARGEST for r, _, limit in bounds)  # int64 calls
+
+
+def test_the_generator_draws_cuda_and_every_return_value_of_try_batch():
+    runs = _drawn(grader.generate_run)
+    assert {True, False} <= {r.cuda for r in runs}
+    assert set(grader.RETURNS) == {r.returns for r in runs}  # None, a loss, 0, False, True, a string
+
+
+def test_the_generator_draws_other_errors_at_every_place_of_the_search():
+    runs = _drawn(grader.generate_other_run)
+    places = set()
+    for run in runs:
+        tried, _ = grader.probes(*run.bounds, run.threshold)
+        assert run.other[0] in tried
+        places.add("first" if run.other[0] == tried[0] else "last" if run.other[0] == tried[-1] else "between")
+        places.add("fits" if run.other[0] <= run.threshold else "too large")
+    assert places == {"first", "last", "between", "fits", "too large"}
+    assert {kind for _, kind in (r.other for r in runs)} == {"runtime", "value", "memory", "oom_text", "key"}
+
+
+def test_the_generator_draws_invalid_bounds_alone_and_combined():
+    runs = _drawn(grader.generate_invalid_run)
+    reasons = {grader._invalid_reason(r) for r in runs}
+    assert reasons == {"start < 1", "limit < start", "start < 1 and limit < start"}
+    assert any(r.threshold >= 10**6 for r in runs)  # every size would fit: only the bounds are wrong
+    too_big = _drawn(lambda g: grader.generate_run(g, below_start=True))
+    assert all(r.threshold < r.bounds[0] <= r.bounds[1] for r in too_big)
+    assert any(r.threshold == r.bounds[0] - 1 for r in too_big) and any(r.threshold == 0 for r in too_big)
+
+
+def test_the_call_bound_is_exact_near_2_to_the_62():
+    """A float quotient rounds limit / start to 1.0 here; the spec's bound is a statement about real numbers."""
+    start, limit = 2305843009213693949, 2305843009213694046
+    assert grader.call_bound(start, limit) == 1 + 7 + 1
+    trainer = grader.FakeTrainer(2305843009213694023)
+    assert reference.find_max_batch_size(trainer, start=start, limit=limit) == 2305843009213694023
+    assert len(trainer.calls) <= grader.call_bound(start, limit)
+
+
+def test_a_generated_check_rejects_a_float_midpoint_and_shows_the_smallest_failing_case():
+    import graders
+    from tests.submissions import ROOT
+
+    path = ROOT / "ch05_devices" / "find_max_batch_size" / "bug_float_midpoint.py"
+    report = graders.check_file("find_max_batch_size", str(path), ["probes_in_order"], device="cpu")
+    (result,) = report.results
+    assert not result.passed
+    assert "a generated case" in result.message and "this is the smallest" in result.message
+    limit = int(result.message.split("limit=")[1].split(")")[0])
+    assert limit > 2**53  # below that a float midpoint is exact: the case shown is one that can fail
+    assert "likely cause" not in result.message or "rounded up" not in result.message

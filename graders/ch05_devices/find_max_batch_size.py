@@ -13,25 +13,29 @@ computes the sizes the specification's search probes with its own simulation and
 from __future__ import annotations
 
 import dataclasses
-import math
+import json
 import random
 import weakref
 from typing import Any, NamedTuple
 
 import torch
 
+from graders import domain
 from graders.isolation import RunnerStudent, StudentRaised, describe_exception
-from graders.outcomes import StudentCodeError, StudentError, fail
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail
 from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 FIND_MAX_BATCH_SIZE = exercise("find_max_batch_size", chapter="05_devices", names=["find_max_batch_size"])
 
 ACTIVATION_ELEMENTS = 1 << 18  # 1 MiB of float32 per failed step: big enough to matter, small enough to be quick
+LARGEST = 2**62  # sizes stay int64 (the runner reports the calls as an int64 tensor)
 MAX_CALLS = 10_000  # far past any search of the grid (the largest bound is 41 calls): an endless search stops here
 
 
 EVENT_CODES = {"call": 0, "oom": 1, "empty_cache": 2}
+# What try_batch returns when the size fits (the spec says nothing of it: a step may return its loss, or nothing).
+RETURNS = {"none": None, "loss": 0.6931, "zero": 0, "false": False, "true": True, "text": "ok"}
 
 
 class EndlessSearch(BaseException):
@@ -45,9 +49,10 @@ class FakeTrainer:
     """try_batch(b): fits when ``b <= threshold``; otherwise raises torch.OutOfMemoryError from a frame that
     holds a tensor. ``other`` = (size, kind) raises another exception at that size instead."""
 
-    def __init__(self, threshold: int, other: tuple[int, str] | None = None) -> None:
+    def __init__(self, threshold: int, other: tuple[int, str] | None = None, returns: str = "none") -> None:
         self.threshold = threshold
         self.other = other
+        self.returns = RETURNS[returns]
         self.calls: list[Any] = []
         self.activations: list[weakref.ref] = []
         self.alive_at_call: list[int] = []  # sizes at whose call an earlier failure's tensor was still alive
@@ -73,6 +78,7 @@ class FakeTrainer:
             self.activations.append(weakref.ref(activations))
             self.events.append(("oom", b))
             raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {4 * b} MiB (batch size {b})")
+        return self.returns
 
 
 def _other_error(kind: str, b: int) -> BaseException:
@@ -150,8 +156,8 @@ def search_scenario(student: RunnerStudent, runs: list[tuple[int, dict[str, Any]
     """For each (threshold, kwargs, other, cuda_available): run the search; what came out, and what happened."""
     function = student.get("find_max_batch_size")
     seen = []
-    for threshold, kwargs, other, available in runs:
-        trainer = FakeTrainer(threshold, other)
+    for threshold, kwargs, other, available, *returns in runs:
+        trainer = FakeTrainer(threshold, other, *returns)
         with _CudaPatch(student, available, trainer):
             try:
                 outcome, value = student.run(_catching, function, trainer, **kwargs)
@@ -179,6 +185,17 @@ def search_scenario(student: RunnerStudent, runs: list[tuple[int, dict[str, Any]
     return seen
 
 
+def search_scenario_text(student: RunnerStudent, runs: list[tuple]) -> str:
+    """:func:`search_scenario` for many runs, its records as one JSON text (a few hundred records of small lists
+    decode far faster as one string than as tensors and dicts)."""
+    records = search_scenario(student, runs)
+    for record in records:
+        for key in ("calls", "events"):
+            if isinstance(record.get(key), torch.Tensor):
+                record[key] = record[key].tolist()
+    return json.dumps(records)
+
+
 # ==================================================================================================
 # In the judge
 # ==================================================================================================
@@ -188,6 +205,7 @@ class Run(NamedTuple):
     limit: int | None = None  # None: left out (the default, 4096)
     other: tuple[int, str] | None = None
     cuda: bool = False
+    returns: str = "none"  # what try_batch returns when the size fits (RETURNS)
 
     @property
     def kwargs(self) -> dict[str, int]:
@@ -205,6 +223,8 @@ class Run(NamedTuple):
             fits += f"; size {self.other[0]} raises {type(_other_error(self.other[1], 0)).__name__} instead"
         if self.cuda:
             fits += "; torch.cuda.is_available() is True"
+        if self.returns != "none":
+            fits += f"; try_batch returns {RETURNS[self.returns]!r} when the size fits"
         return f"find_max_batch_size({args}) where {fits}"
 
 
@@ -235,21 +255,16 @@ def probes(start: int, limit: int, threshold: int, middle=lambda lo, hi: (lo + h
 
 
 def call_bound(start: int, limit: int) -> int:
-    return math.ceil(math.log2(limit / start)) + math.ceil(math.log2(limit - start + 1)) + 1
+    """ceil(log2(limit / start)) + ceil(log2(limit - start + 1)) + 1, exactly (in integers: a float quotient
+    rounds limit / start to 1.0 for sizes near 2**62)."""
+    doublings = next(k for k in range(130) if start << k >= limit)  # the least k with start * 2**k >= limit
+    return doublings + (limit - start).bit_length() + 1  # ceil(log2(n)) = (n - 1).bit_length() for an int n >= 1
 
 
 def _search(student: Submission, runs: list[Run]) -> list[dict[str, Any]]:
     # One request per search, so that the time limit applies to each search (an answer that calls
     # gc.collect() after every out-of-memory error is slower, not wrong).
-    seen = [student.scenario(search_scenario, [(r.threshold, r.kwargs, r.other, r.cuda)])[0] for r in runs]
-    names = {code: kind for kind, code in EVENT_CODES.items()}
-    for run, record in zip(runs, seen):
-        if "error" in record:
-            raise StudentCodeError(StudentError(**record["error"]), run.text())
-        if isinstance(record["calls"], torch.Tensor):
-            record["calls"] = record["calls"].tolist()
-        record["events"] = [(names[code], value) for code, value in record["events"].tolist()]
-    return seen
+    return _search_batched(student, runs, chunk=1)
 
 
 def _answer(record: dict[str, Any], run: Run) -> int:
@@ -296,6 +311,181 @@ def _grid() -> list[Run]:
     return runs
 
 
+# ==================================================================================================
+# The generated domain (from the specification's sentences): start left out (1) or given (1, small, powers of
+# two, past 2**31, near 2**62: a float midpoint loses them); limit left out (4096) or in any relation to start
+# (equal, start·2**k exactly, one above or below it, a few above, far above); the memory threshold at every
+# place the search can meet (start itself, each doubled size and its neighbours, limit and limit - 1, above
+# limit, anywhere between; below start for the RuntimeError); CUDA available or not; try_batch returning None,
+# a loss, 0, False, True or a string when a size fits; another exception raised at any size the search tries;
+# invalid bounds (start < 1, limit < start, both) with any threshold.
+# ==================================================================================================
+def _gen_start(generator: random.Random) -> int | None:
+    return domain.pick(generator, [None, 1, domain.small_int(generator, 1, 9), generator.randint(1, 200),
+                                   2 ** generator.randint(0, 20), generator.randint(2**31 - 5, 2**33),
+                                   2 ** generator.randint(40, 61) + generator.randint(0, 3)], [2, 2, 3, 3, 2, 1, 1])
+
+
+def _gen_limit(generator: random.Random, start: int) -> int | None:
+    k = domain.small_int(generator, 1, 14)
+    relation = domain.pick(generator, ["equal", "power", "power_plus", "power_minus", "near", "random", "far",
+                                       "default"], [2, 3, 2, 2, 2, 3, 1, 1])
+    if relation == "default" and start <= 4096:
+        return None
+    return min(LARGEST - 1, {"equal": start, "power": start * 2**k, "power_plus": start * 2**k + 1,
+            "power_minus": max(start, start * 2**k - 1), "near": start + domain.small_int(generator, 1, 5),
+            "random": start + generator.randint(0, 5000),
+            "far": min(LARGEST - 1, start * generator.randint(2**20, 2**40)),
+            "default": start + generator.randint(0, 100)}[relation])
+
+
+def _gen_threshold(generator: random.Random, start: int, limit: int, below_start: bool = False) -> int:
+    if below_start:
+        return domain.pick(generator, [start - 1, 0, generator.randint(0, start - 1)])
+    doubled = [start * 2**j for j in range(0, 64) if start * 2**j <= limit]
+    near = domain.pick(generator, doubled) + domain.pick(generator, [-1, 0, 1])
+    options = [start, near, limit, limit - 1, limit + generator.randint(1, 10**6), generator.randint(start, limit),
+               start + 1, LARGEST - 1]
+    return min(LARGEST - 1, max(start, domain.pick(generator, options, [1, 4, 2, 2, 1, 4, 1, 1])))
+
+
+def generate_run(generator: random.Random, *, cuda: bool | None = None, below_start: bool = False) -> Run:
+    """A valid call (threshold >= start unless ``below_start``)."""
+    start = _gen_start(generator)
+    first = 1 if start is None else start
+    if below_start and first == 1:
+        start = first = generator.randint(2, 5000)
+    limit = _gen_limit(generator, first)
+    last = 4096 if limit is None else limit
+    threshold = _gen_threshold(generator, first, last, below_start)
+    returns = domain.pick(generator, list(RETURNS), [5, 2, 1, 1, 1, 1])
+    return Run(threshold, start, limit, None, generator.random() < 0.4 if cuda is None else cuda, returns)
+
+
+def generate_other_run(generator: random.Random) -> Run:
+    """A valid call where another exception comes from a size the spec's search tries (the first, the last,
+    any between), when that size fits or not."""
+    run = generate_run(generator)
+    tried, _ = probes(*run.bounds, run.threshold)
+    index = domain.pick(generator, [0, len(tried) - 1, generator.randint(0, len(tried) - 1)])
+    kind = domain.pick(generator, ["runtime", "value", "memory", "oom_text", "key"])
+    return run._replace(other=(tried[index], kind))
+
+
+def generate_invalid_run(generator: random.Random) -> Run:
+    """start < 1, limit < start, or both, with any threshold (also one at which every size fits)."""
+    kind = domain.pick(generator, ["start", "limit", "both"])
+    if kind == "limit":
+        start = domain.pick(generator, [2, domain.small_int(generator, 2, 9), generator.randint(2, 10**6), 2**40])
+        limit = domain.pick(generator, [start - 1, 1, 0, -1, generator.randint(-10, start - 1)])
+    else:
+        start = domain.pick(generator, [0, -1, -domain.small_int(generator, 1, 9), -2**40])
+        limit = (domain.pick(generator, [None, start + generator.randint(1, 100), 1, 4096]) if kind == "start"
+                 else start - domain.small_int(generator, 1, 5))
+    threshold = domain.pick(generator, [0, 10**6, generator.randint(0, 5000)])
+    return Run(threshold, start, limit, None, generator.random() < 0.3)
+
+
+def run_size(run: Run) -> tuple[int, ...]:
+    start, limit = run.bounds
+    return (abs(limit).bit_length() + abs(start).bit_length(), abs(limit - start), min(abs(run.threshold), 2 * abs(limit)),
+            run.other is not None, run.cuda, run.returns != "none", run.start is not None, run.limit is not None)
+
+
+def _smaller_runs(run: Run) -> list[Run]:
+    """Smaller variants of a failing run, for shrinking (the check keeps those still in its class)."""
+    start, limit = run.bounds
+    out = [run._replace(returns="none"), run._replace(cuda=False)]
+    for new_start in sorted({1, start // 2, start - 1} - {start}):
+        if new_start >= 1 or start < 1:
+            out.append(run._replace(start=new_start, threshold=max(0, run.threshold - (start - new_start))))
+    for new_limit in sorted({limit // 2, limit - 1, start, start + (limit - start) // 2} - {limit}):
+        out.append(run._replace(limit=new_limit, threshold=min(run.threshold, new_limit + 1)))
+    for new_threshold in sorted({start, run.threshold // 2, run.threshold - 1, limit} - {run.threshold}):
+        if new_threshold >= 0:
+            out.append(run._replace(threshold=new_threshold))
+    if run.other is not None:
+        tried, _ = probes(*run.bounds, run.threshold) if start >= 1 and limit >= start else ([], None)
+        out += [run._replace(other=(size, run.other[1])) for size in tried if size < run.other[0]][:3]
+    return out
+
+
+@judge_only
+def _search_batched(student: Submission, runs: list[Run], chunk: int = 100) -> list[dict[str, Any]]:
+    """Every run observed, 100 to a request (a request stops at the student's first BaseException)."""
+    names = {code: kind for kind, code in EVENT_CODES.items()}
+    seen: list[dict[str, Any]] = []
+    for at in range(0, len(runs), chunk):
+        part = runs[at:at + chunk]
+        records = json.loads(student.scenario(search_scenario_text, [(r.threshold, r.kwargs, r.other, r.cuda,
+                                                                      r.returns) for r in part]))
+        for run, record in zip(part, records):
+            for key in ("error", "raised"):
+                if key in record:
+                    record[key]["exception_types"] = tuple(record[key]["exception_types"])
+            if "error" in record:
+                raise StudentCodeError(StudentError(**record["error"]), run.text())
+            record["events"] = [(names[code], value) for code, value in record["events"]]
+        seen += records
+    return seen
+
+
+@judge_only
+def _verdict(judge: Any, run: Run, record: dict[str, Any]) -> str | StudentCodeError | None:
+    try:
+        judge(run, record)
+    except CheckFailed as exc:
+        return str(exc)
+    except StudentCodeError as exc:
+        return exc
+    return None
+
+
+CAUSE = "\n  likely cause: "
+
+
+@judge_only
+def _too_big(run: Run) -> bool:
+    start, limit = run.bounds
+    return 1 <= start <= limit and run.threshold < start
+
+
+def _valid(run: Run) -> bool:
+    start, limit = run.bounds
+    return 1 <= start <= limit and run.threshold >= start
+
+
+@judge_only
+def _check_generated(student: Submission, runs: list[Run], judge: Any, keep: Any = _valid) -> None:
+    """``judge(run, record)`` on every generated run; on failures, the smallest failing run (shrunk among the
+    runs ``keep`` accepts), in the words of ``judge``, its likely cause kept only when every failing run gives
+    that same cause."""
+    verdicts = [_verdict(judge, run, record) for run, record in zip(runs, _search_batched(student, runs))]
+    failing = [v is not None for v in verdicts]
+    if not any(failing):
+        return
+    found = dict(zip(runs, verdicts))
+
+    def fails(candidates: list[Run]) -> list[bool]:
+        results = [_verdict(judge, c, r) for c, r in zip(candidates, _search_batched(student, candidates))]
+        found.update(zip(candidates, results))
+        return [r is not None for r in results]
+
+    def candidates(run: Run) -> list[Run]:
+        return [c for c in _smaller_runs(run) if keep(c) and max(abs(x) for x in (*c.bounds, c.threshold)) < LARGEST]
+
+    run = domain.shrink(domain.smallest(runs, failing, size=run_size), candidates, fails)
+    verdict = found[run]
+    if isinstance(verdict, StudentCodeError):
+        raise verdict
+    texts = [v if isinstance(v, str) else "" for v in verdicts if v is not None]
+    causes = {text.split(CAUSE, 1)[1] if CAUSE in text else None for text in texts}
+    body, _, cause = verdict.partition(CAUSE)
+    count = sum(failing)
+    fail(f"{body}\n  (a generated case: {count} of the {len(runs)} generated cases failed; this is the smallest)"
+         + (f"{CAUSE}{cause}" if cause and len(causes) == 1 else ""))
+
+
 def _result_cause(run: Run, got: int, calls: list[Any]) -> str | None:
     start, limit = run.bounds
     right = min(run.threshold, limit)
@@ -318,14 +508,19 @@ def finds_the_largest(student: Submission, device: torch.device) -> None:
     """The largest size in [start, limit] that fits, for many starts, limits and memory thresholds."""
     runs = _grid()
     for run, record in zip(runs, _search(student, runs)):
-        got = _answer(record, run)
-        start, limit = run.bounds
-        right = min(run.threshold, limit)
-        if got != right:
-            cause = _result_cause(run, got, record["calls"])
-            fail(f"{run.text()}\n  expected {right}, returned {got} (sizes tried: {_short(record['calls'])})"
-                 + (f"\n  likely cause: {cause}" if cause else ""))
-        _require_evidence(record, run, got)
+        _judge_largest(run, record)
+    _check_generated(student, domain.draw(generate_run, 200, size=run_size), _judge_largest)
+
+
+def _judge_largest(run: Run, record: dict[str, Any]) -> None:
+    got = _answer(record, run)
+    start, limit = run.bounds
+    right = min(run.threshold, limit)
+    if got != right:
+        cause = _result_cause(run, got, record["calls"])
+        fail(f"{run.text()}\n  expected {right}, returned {got} (sizes tried: {_short(record['calls'])})"
+             + (f"\n  likely cause: {cause}" if cause else ""))
+    _require_evidence(record, run, got)
 
 
 def _short(calls: list[Any], limit: int = 24) -> str:
@@ -368,14 +563,19 @@ def probes_in_order(student: Submission, device: torch.device) -> None:
     runs = [Run(1000), Run(7, start=3, limit=100), Run(999, start=7, limit=1000), Run(36, start=2, limit=37),
             Run(100, start=16, limit=300), Run(4096), Run(600, start=5, limit=640), Run(20, start=20, limit=25)]
     for run, record in zip(runs, _search(student, runs)):
-        _answer(record, run)
-        start, limit = run.bounds
-        expected, _ = probes(start, limit, run.threshold)
-        calls = record["calls"]
-        if calls != expected:
-            cause = _order_cause(run, calls, expected)
-            fail(f"{run.text()}\n  tried the sizes {_short(calls)}\n  the spec tries   {_short(expected)}"
-                 + (f"\n  likely cause: {cause}" if cause else ""))
+        _judge_order(run, record)
+    _check_generated(student, domain.draw(generate_run, 150, size=run_size), _judge_order)
+
+
+def _judge_order(run: Run, record: dict[str, Any]) -> None:
+    _answer(record, run)
+    start, limit = run.bounds
+    expected, _ = probes(start, limit, run.threshold)
+    calls = record["calls"]
+    if calls != expected:
+        cause = _order_cause(run, calls, expected)
+        fail(f"{run.text()}\n  tried the sizes {_short(calls)}\n  the spec tries   {_short(expected)}"
+             + (f"\n  likely cause: {cause}" if cause else ""))
 
 
 @FIND_MAX_BATCH_SIZE.check(points=1)
@@ -383,22 +583,27 @@ def call_budget(student: Submission, device: torch.device) -> None:
     """try_batch is called at most ceil(log2(limit/start)) + ceil(log2(limit-start+1)) + 1 times, no size twice."""
     runs = [r for r in _grid() if r.threshold >= r.bounds[0]]
     for run, record in zip(runs, _search(student, runs)):
-        _require_search(record, run, "the number of calls")  # returning start at once makes no calls at all
-        calls = record["calls"]
-        start, limit = run.bounds
-        repeated = sorted({c for c in calls if calls.count(c) > 1}, key=str)
-        if repeated:
-            first_failure = next((i for i, c in enumerate(calls) if isinstance(c, int) and c > run.threshold), len(calls))
-            cause = ("bisecting the closed interval [lo, hi] re-tries its ends; lo is known to fit and hi known not to"
-                     if any(calls.index(c, calls.index(c) + 1) > first_failure for c in repeated) else
-                     "a size that fit is tried again: once limit fits, return it (when start == limit, start is limit)")
-            fail(f"{run.text()}\n  try_batch was called more than once with the size(s) {repeated[:5]} (sizes tried: "
-                 f"{_short(calls)}); each size costs a whole training step, so never try one twice\n  likely cause: "
-                 f"{cause}")
-        bound = call_bound(start, limit)
-        if len(calls) > bound:
-            fail(f"{run.text()}\n  try_batch was called {len(calls)} times; at most {bound} are needed "
-                 f"(ceil(log2(limit / start)) + ceil(log2(limit - start + 1)) + 1); sizes tried: {_short(calls)}")
+        _judge_budget(run, record)
+    _check_generated(student, domain.draw(generate_run, 150, size=run_size), _judge_budget)
+
+
+def _judge_budget(run: Run, record: dict[str, Any]) -> None:
+    _require_search(record, run, "the number of calls")  # returning start at once makes no calls at all
+    calls = record["calls"]
+    start, limit = run.bounds
+    repeated = sorted({c for c in calls if calls.count(c) > 1}, key=str)
+    if repeated:
+        first_failure = next((i for i, c in enumerate(calls) if isinstance(c, int) and c > run.threshold), len(calls))
+        cause = ("bisecting the closed interval [lo, hi] re-tries its ends; lo is known to fit and hi known not to"
+                 if any(calls.index(c, calls.index(c) + 1) > first_failure for c in repeated) else
+                 "a size that fit is tried again: once limit fits, return it (when start == limit, start is limit)")
+        fail(f"{run.text()}\n  try_batch was called more than once with the size(s) {repeated[:5]} (sizes tried: "
+             f"{_short(calls)}); each size costs a whole training step, so never try one twice\n  likely cause: "
+             f"{cause}")
+    bound = call_bound(start, limit)
+    if len(calls) > bound:
+        fail(f"{run.text()}\n  try_batch was called {len(calls)} times; at most {bound} are needed "
+             f"(ceil(log2(limit / start)) + ceil(log2(limit - start + 1)) + 1); sizes tried: {_short(calls)}")
 
 
 @FIND_MAX_BATCH_SIZE.check(points=1)
@@ -408,29 +613,36 @@ def propagates_other_errors(student: Submission, device: torch.device) -> None:
             Run(1000, other=(512, "oom_text")), Run(50, start=3, limit=90, other=(48, "memory")),
             Run(300, other=(384, "key")), Run(5000, other=(4096, "runtime"))]
     for run, record in zip(runs, _search(student, runs)):
-        wanted = type(_other_error(run.other[1], 0)).__name__
-        if "returned" in record:
-            got = record["returned"]
-            if run.other[0] not in record["calls"]:
-                fail(f"{run.text()}\n  returned {got['text'] or got['type']} without ever trying size {run.other[0]} "
-                     f"(sizes tried: {_short(record['calls'])}), which the spec's search tries; so the {wanted} it "
-                     "raises never came out")
-            fail(f"{run.text()}\n  returned {got['text'] or got['type']}: the {wanted} from try_batch({run.other[0]}) "
-                 "was swallowed; only torch.OutOfMemoryError means 'too large', anything else must propagate\n  likely "
-                 "cause: an except clause that catches more than torch.OutOfMemoryError (except RuntimeError, except "
-                 "Exception, a bare except" + (", or MemoryError: that is the host's out-of-memory error, not the "
-                                               "GPU's" if wanted == "MemoryError" else "") +
-                 (", or a test of the message: this RuntimeError says 'out of memory' but is not "
-                  "torch.OutOfMemoryError" if run.other[1] == "oom_text" else "") + ")")
-        if not record["same_object"]:
-            error = StudentError(**record["raised"])
-            fail(f"{run.text()}\n  try_batch({run.other[0]}) raised {wanted}, and find_max_batch_size let out "
-                 f"{error.exception_type} instead: {error.exception_message[:120]}; another exception must propagate "
-                 "unchanged (the very same exception, not a new one)\n  likely cause: catching it and raising a new "
-                 "error; catch only torch.OutOfMemoryError")
-        if record["calls"] and record["calls"][-1] != run.other[0]:
-            fail(f"{run.text()}\n  after try_batch({run.other[0]}) raised {wanted}, the search went on (sizes tried: "
-                 f"{_short(record['calls'])}); it must stop there and let the error out")
+        _judge_other(run, record)
+    _check_generated(student, domain.draw(generate_other_run, 120, size=run_size), _judge_other,
+                     keep=lambda run: _valid(run) and run.other is not None
+                     and run.other[0] in probes(*run.bounds, run.threshold)[0])
+
+
+def _judge_other(run: Run, record: dict[str, Any]) -> None:
+    wanted = type(_other_error(run.other[1], 0)).__name__
+    if "returned" in record:
+        got = record["returned"]
+        if run.other[0] not in record["calls"]:
+            fail(f"{run.text()}\n  returned {got['text'] or got['type']} without ever trying size {run.other[0]} "
+                 f"(sizes tried: {_short(record['calls'])}), which the spec's search tries; so the {wanted} it "
+                 "raises never came out")
+        fail(f"{run.text()}\n  returned {got['text'] or got['type']}: the {wanted} from try_batch({run.other[0]}) "
+             "was swallowed; only torch.OutOfMemoryError means 'too large', anything else must propagate\n  likely "
+             "cause: an except clause that catches more than torch.OutOfMemoryError (except RuntimeError, except "
+             "Exception, a bare except" + (", or MemoryError: that is the host's out-of-memory error, not the "
+                                           "GPU's" if wanted == "MemoryError" else "") +
+             (", or a test of the message: this RuntimeError says 'out of memory' but is not "
+              "torch.OutOfMemoryError" if run.other[1] == "oom_text" else "") + ")")
+    if not record["same_object"]:
+        error = StudentError(**record["raised"])
+        fail(f"{run.text()}\n  try_batch({run.other[0]}) raised {wanted}, and find_max_batch_size let out "
+             f"{error.exception_type} instead: {error.exception_message[:120]}; another exception must propagate "
+             "unchanged (the very same exception, not a new one)\n  likely cause: catching it and raising a new "
+             "error; catch only torch.OutOfMemoryError")
+    if record["calls"] and record["calls"][-1] != run.other[0]:
+        fail(f"{run.text()}\n  after try_batch({run.other[0]}) raised {wanted}, the search went on (sizes tried: "
+             f"{_short(record['calls'])}); it must stop there and let the error out")
 
 
 @FIND_MAX_BATCH_SIZE.check(points=1)
@@ -439,11 +651,23 @@ def releases_the_error(student: Submission, device: torch.device) -> None:
     runs = [Run(1000, cuda=True), Run(7, start=3, limit=100, cuda=True), Run(600, start=5, limit=640, cuda=True),
             Run(1000, cuda=False), Run(36, start=2, limit=37, cuda=False)]
     for run, record in zip(runs, _search(student, runs)):
-        _require_search(record, run, "whether the errors are released")
-        _check_release(run, record)
+        _judge_release(run, record)
     # Even when start itself does not fit: the error is released and the cache emptied before the RuntimeError.
     run = Run(3, start=4, limit=64, cuda=True)
     (record,) = _search(student, [run])
+    _judge_release_too_big(run, record)
+    _check_generated(student, domain.draw(lambda g: generate_run(g, cuda=g.random() < 0.7), 120, size=run_size),
+                     _judge_release)
+    _check_generated(student, domain.draw(lambda g: generate_run(g, below_start=True, cuda=g.random() < 0.7), 40,
+                                          size=run_size), _judge_release_too_big, keep=_too_big)
+
+
+def _judge_release(run: Run, record: dict[str, Any]) -> None:
+    _require_search(record, run, "whether the errors are released")
+    _check_release(run, record)
+
+
+def _judge_release_too_big(run: Run, record: dict[str, Any]) -> None:
     if "returned" in record or not StudentError(**record["raised"]).is_instance(RuntimeError):
         fail(f"{run.text()}\n  did not raise RuntimeError: whether the error is released when even start does not "
              "fit can only be judged once it raises RuntimeError")
@@ -495,34 +719,53 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
     bad = [Run(100, start=0), Run(100, start=-4, limit=10), Run(100, start=10, limit=5), Run(100, start=2, limit=1)]
     reasons = ["start < 1", "start < 1", "limit < start", "limit < start"]
     for run, record, why in zip(bad, _search(student, bad), reasons):
-        if "returned" in record:
-            fail(f"{run.text()}\n  returned {record['returned']['text'] or record['returned']['type']}; it must raise "
-                 f"ValueError because {why}\n  likely cause: a missing check at the top of the function")
-        error = StudentError(**record["raised"])
-        if not error.is_instance(ValueError):
-            cause = ("assert raises AssertionError; raise ValueError(...) instead"
-                     if error.exception_type == "AssertionError" else f"the spec asks for ValueError when {why}")
-            fail(f"{run.text()}\n  must raise ValueError because {why}, but it {error.describe()}\n"
-                 f"  likely cause: {cause}")
+        _judge_invalid(run, record, why)
     too_big = [Run(3, start=4, limit=64), Run(0, start=1, limit=1), Run(0), Run(9, start=10, limit=10, cuda=True)]
     for run, record in zip(too_big, _search(student, too_big)):
-        if "returned" in record:
-            fail(f"{run.text()}\n  returned {record['returned']['text'] or record['returned']['type']}; even start = "
-                 f"{run.bounds[0]} does not fit, so it must raise RuntimeError")
-        error = StudentError(**record["raised"])
-        if error.is_instance(torch.OutOfMemoryError):
-            fail(f"{run.text()}\n  the torch.OutOfMemoryError itself escaped; when even start does not fit, raise a "
-                 "RuntimeError of your own, after the except block")
-        if not error.is_instance(RuntimeError):
-            fail(f"{run.text()}\n  must raise RuntimeError because even start = {run.bounds[0]} does not fit, but it "
-                 f"{error.describe()}")
-        if record["context"] or record["cause"]:
-            linked = record["cause"] or record["context"]
-            how = ("raise ... from e links it as __cause__" if record["cause"] else
-                   "raising inside the except block links the out-of-memory error as __context__")
-            fail(f"{run.text()}\n  the RuntimeError carries the {linked} it was raised from ({how}): the traceback keeps "
-                 "the failed step's tensors alive, and the report shows two errors\n  likely cause: raise it after "
-                 "the except block (set a flag inside it)")
-        if record["calls"] != [run.bounds[0]]:
-            fail(f"{run.text()}\n  sizes tried: {_short(record['calls'])}; once start does not fit there is nothing "
-                 "smaller to try: raise RuntimeError")
+        _judge_too_big(run, record)
+    _check_generated(student, domain.draw(generate_invalid_run, 80, size=run_size),
+                     lambda run, record: _judge_invalid(run, record, _invalid_reason(run)),
+                     keep=lambda run: _invalid_reason(run) is not None)
+    _check_generated(student, domain.draw(lambda g: generate_run(g, below_start=True, cuda=g.random() < 0.5), 60,
+                                          size=run_size), _judge_too_big, keep=_too_big)
+
+
+def _invalid_reason(run: Run) -> str | None:
+    start, limit = run.bounds
+    reasons = [text for bad, text in ((start < 1, "start < 1"), (limit < start, "limit < start")) if bad]
+    return " and ".join(reasons) or None
+
+
+def _judge_invalid(run: Run, record: dict[str, Any], why: str) -> None:
+    if "returned" in record:
+        fail(f"{run.text()}\n  returned {record['returned']['text'] or record['returned']['type']}; it must raise "
+             f"ValueError because {why}\n  likely cause: a missing check at the top of the function")
+    error = StudentError(**record["raised"])
+    if not error.is_instance(ValueError):
+        cause = ("assert raises AssertionError; raise ValueError(...) instead"
+                 if error.exception_type == "AssertionError" else f"the spec asks for ValueError when {why}")
+        fail(f"{run.text()}\n  must raise ValueError because {why}, but it {error.describe()}\n"
+             f"  likely cause: {cause}")
+
+
+def _judge_too_big(run: Run, record: dict[str, Any]) -> None:
+    if "returned" in record:
+        fail(f"{run.text()}\n  returned {record['returned']['text'] or record['returned']['type']}; even start = "
+             f"{run.bounds[0]} does not fit, so it must raise RuntimeError")
+    error = StudentError(**record["raised"])
+    if error.is_instance(torch.OutOfMemoryError):
+        fail(f"{run.text()}\n  the torch.OutOfMemoryError itself escaped; when even start does not fit, raise a "
+             "RuntimeError of your own, after the except block")
+    if not error.is_instance(RuntimeError):
+        fail(f"{run.text()}\n  must raise RuntimeError because even start = {run.bounds[0]} does not fit, but it "
+             f"{error.describe()}")
+    if record["context"] or record["cause"]:
+        linked = record["cause"] or record["context"]
+        how = ("raise ... from e links it as __cause__" if record["cause"] else
+               "raising inside the except block links the out-of-memory error as __context__")
+        fail(f"{run.text()}\n  the RuntimeError carries the {linked} it was raised from ({how}): the traceback keeps "
+             "the failed step's tensors alive, and the report shows two errors\n  likely cause: raise it after "
+             "the except block (set a flag inside it)")
+    if record["calls"] != [run.bounds[0]]:
+        fail(f"{run.text()}\n  sizes tried: {_short(record['calls'])}; once start does not fit there is nothing "
+             "smaller to try: raise RuntimeError")

@@ -20,6 +20,8 @@ import ast
 import collections
 import dataclasses
 import itertools
+import json
+import random
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -27,6 +29,7 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
+from graders import domain
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail
 from graders.registry import exercise, judge_only
@@ -564,9 +567,16 @@ def tensor_problems(observed: Observed) -> list[tuple[str, str]]:
             problems.append((path, f"the tensor at {path} has requires_grad={got['requires_grad']}, but the input's "
                                    f"has {want['requires_grad']} (Tensor.to keeps it; a detach() or a new tensor "
                                    "loses it)"))
-        elif "values" in want and ("values" not in got or not torch.equal(got["values"], want["values"])):
+        elif "values" in want and ("values" not in got or not _same_values(got["values"], want["values"])):
             problems.append((path, f"the tensor at {path} holds other values than the input's"))
     return problems
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    """Two tensors' values (or, in generated cases, the hex of their bytes) are the same."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return torch.equal(a, b)
 
 
 def _kind_of(node: dict[str, Any]) -> str:
@@ -825,7 +835,7 @@ def _first_difference(before: Any, after: Any, path: str = "obj") -> str | None:
             for key in ("device", "dtype", "shape", "version"):
                 if before[key] != after[key]:
                     return f"the tensor at {path} was changed in place ({key}: {before[key]} -> {after[key]})"
-            if "values" in before and ("values" not in after or not torch.equal(before["values"], after["values"])):
+            if "values" in before and ("values" not in after or not _same_values(before["values"], after["values"])):
                 return f"the values of the tensor at {path} changed"
             return None
         if before.get("keys") != after.get("keys"):
@@ -861,7 +871,464 @@ def input_not_modified(student: Submission, device: torch.device) -> None:
         require_moved(observed, "whether the input was left alone")
         change = _first_difference(observed.seen["before"], observed.seen["after"])
         if change:
+            # A cause only for what the change itself shows: an item replaced, or a tensor changed in place.
+            cause = ("assigning the moved values back into the input (obj[key] = ..., obj[i] = ..., setattr / "
+                     "object.__setattr__ on a dataclass) instead of building a new container"
+                     if " was replaced" in change else
+                     "an in-place operation on the input's tensor (copy_, set_, resize_, an in-place op) instead of "
+                     "t.to(device), which returns a new tensor" if "changed in place" in change or "values of the "
+                     "tensor" in change else None)
             fail(f"{call_text(observed.case)}\n  after the call, {change}; move_to must build new containers and "
-                 "leave the input and its containers exactly as they were\n  likely cause: assigning the moved "
-                 "values back into the input (obj[key] = ..., obj[i] = ..., setattr / object.__setattr__ on a "
-                 "dataclass, an in-place copy_) instead of building a new container")
+                 "leave the input and its containers exactly as they were" + (f"\n  likely cause: {cause}" if cause
+                                                                             else ""))
+
+
+# ==================================================================================================
+# The generated domain (from the specification's sentences): structures of every container it names, nested
+# deeper and wider than the recipes (plain dicts, OrderedDicts, defaultdicts with a factory or none, dict and
+# defaultdict subclasses; exact lists and tuples, empty ones too; named tuples of 0 to 3 fields, a subclass of
+# one, a typing.NamedTuple; dataclasses plain, frozen, with slots, kw_only, inherited, with no fields), keys of
+# every hashable kind (a tensor among them), tensors of ten dtypes, 0-dim, empty, transposed, strided, at a
+# storage offset, expanded, requiring grad (leaf or not), nn.Parameters, some already on the target and some
+# the same object twice; and everything returned as is (numbers, strings, None, bytes, NumPy arrays and
+# scalars, sets, classes, a torch.Size, tuple and list subclasses, objects holding tensors, an nn.Module, a
+# dataclass with an init=False field, an object with a ``_fields`` attribute that is no tuple); targets given
+# as strings or torch.device, non_blocking left out, False or True.
+# A case is a *plan* (plain tuples, sent to the runner) that both processes build into the same object.
+# ==================================================================================================
+@dataclasses.dataclass(slots=True)
+class Slotted:
+    a: Any
+    b: Any = None
+
+
+@dataclasses.dataclass
+class ChildSample(Sample):
+    """A dataclass one level deeper: a subclass of Sample with one more field."""
+
+    weight: Any = 1.0
+
+
+@dataclasses.dataclass(kw_only=True)
+class KwOnly:
+    x: Any
+    y: Any = None
+
+
+@dataclasses.dataclass
+class NoFields:
+    pass
+
+
+class SubBatch(Batch):
+    """A subclass of a named tuple (still a named tuple: it has _fields)."""
+
+    __slots__ = ()
+
+
+Single = collections.namedtuple("Single", ["only"])
+NoneTuple = collections.namedtuple("NoneTuple", [])
+
+
+class Point(NamedTuple):
+    x: Any
+    y: Any
+
+
+class Counts(collections.defaultdict):
+    """A defaultdict subclass."""
+
+
+class FieldsRecord:
+    """Not a tuple, although its class has ``_fields`` (and it iterates): an object of another type."""
+
+    _fields = ("a", "b")
+
+    def __init__(self, a: Any, b: Any) -> None:
+        self.a, self.b = a, b
+
+    def __iter__(self) -> Any:
+        return iter((self.a, self.b))
+
+
+GEN_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "int8", "uint8", "bool", "complex64")
+NAMED_TUPLES = {"Batch": (Batch, 2), "Pair": (Pair, 3), "Single": (Single, 1), "NoneTuple": (NoneTuple, 0),
+                "SubBatch": (SubBatch, 2), "Point": (Point, 2)}
+DATACLASSES = {"Sample": (Sample, ("image", "label", "extra")), "FrozenSample": (FrozenSample, ("features", "mask")),
+               "Slotted": (Slotted, ("a", "b")), "ChildSample": (ChildSample, ("image", "label", "extra", "weight")),
+               "KwOnly": (KwOnly, ("x", "y")), "NoFields": (NoFields, ())}
+DICTS = ("dict", "OrderedDict", "defaultdict_list", "defaultdict_none", "defaultdict_lambda", "TaggedDict", "Counts")
+ATOMS = ("int", "big_int", "float", "str", "empty_str", "none", "bytes", "bool", "array", "numpy_scalar", "set",
+         "frozenset", "class", "dataclass_class", "size", "holder", "list_subclass", "tuple_subclass", "derived",
+         "range", "device", "dtype", "function", "module", "fields_record", "nan")
+KEYS = ("str", "odd_str", "int", "negative_int", "tuple", "none", "float", "tensor")
+
+
+def _gen_tensor(generator: random.Random) -> tuple:
+    dtype = domain.pick(generator, GEN_DTYPES, [5, 2, 2, 2, 2, 1, 1, 1, 1, 1])
+    layout = domain.pick(generator, ["contiguous", "zero_dim", "empty", "transposed", "strided", "offset", "expanded"],
+                         [5, 2, 1, 1, 1, 1, 1])
+    shape = tuple(domain.small_int(generator, 1, 4) for _ in range(domain.small_int(generator, 1, 3)))
+    floating = dtype in ("float32", "float64", "float16", "bfloat16", "complex64")
+    grad = domain.pick(generator, ["no", "leaf", "nonleaf", "parameter"], [6, 2, 1, 1]) if floating else "no"
+    if dtype == "complex64" and grad == "parameter":
+        grad = "leaf"
+    where = domain.pick(generator, ["cpu", "there"], [4, 1])
+    return ("tensor", dtype, shape, layout, grad, where)
+
+
+def _gen_key(generator: random.Random, index: int, tensor_key: bool) -> tuple:
+    kind = domain.pick(generator, KEYS, [6, 1, 2, 1, 1, 1, 1, 1 if tensor_key else 0])
+    return ("key", kind, index)
+
+
+def generate_plan(generator: random.Random, depth: int = 0, tensors: list[int] | None = None) -> tuple:
+    """A random plan: a container (deeper levels more often leaves), a tensor, a shared tensor, or an atom."""
+    tensors = [0] if tensors is None else tensors
+    leaf_weight = 1 + 2 * depth
+    kind = domain.pick(generator, ["tensor", "shared", "atom", "dict", "list", "tuple", "named_tuple", "dataclass"],
+                       [3 * leaf_weight, 1 if tensors[0] else 0, 2 * leaf_weight, 3, 2, 2, 2, 2] if depth < 4 else
+                       [3, 1 if tensors[0] else 0, 2, 0, 0, 0, 0, 0])
+    if kind == "tensor":
+        tensors[0] += 1
+        return _gen_tensor(generator)
+    if kind == "shared":
+        return ("shared", generator.randrange(tensors[0]))
+    if kind == "atom":
+        return ("atom", domain.pick(generator, ATOMS))
+    width = domain.small_int(generator, 0, 4, edge=0.3)
+    if kind == "dict":
+        keys = [_gen_key(generator, i, i == 0) for i in range(width)]
+        return ("dict", domain.pick(generator, DICTS, [4, 2, 1, 1, 1, 1, 1]),
+                tuple((key, generate_plan(generator, depth + 1, tensors)) for key in keys))
+    if kind in ("list", "tuple"):
+        return (kind, tuple(generate_plan(generator, depth + 1, tensors) for _ in range(width)))
+    if kind == "named_tuple":
+        name = domain.pick(generator, list(NAMED_TUPLES))
+        return ("named_tuple", name, tuple(generate_plan(generator, depth + 1, tensors)
+                                           for _ in range(NAMED_TUPLES[name][1])))
+    name = domain.pick(generator, list(DATACLASSES), [3, 2, 1, 1, 1, 1])
+    return ("dataclass", name, tuple(generate_plan(generator, depth + 1, tensors) for _ in DATACLASSES[name][1]))
+
+
+def plan_size(plan: tuple) -> int:
+    if plan[0] == "dict":
+        return 1 + sum(plan_size(child) for _, child in plan[2])
+    if plan[0] in ("list", "tuple"):
+        return 1 + sum(plan_size(child) for child in plan[1])
+    if plan[0] in ("named_tuple", "dataclass"):
+        return 1 + sum(plan_size(child) for child in plan[2])
+    return 1
+
+
+def _build_tensor(plan: tuple, target: Any) -> torch.Tensor:
+    _, dtype_text, shape, layout, grad, where = plan
+    dtype = getattr(torch, dtype_text)
+    made = (lambda *s: torch.randn(*s, dtype=dtype)) if dtype == torch.complex64 else (lambda *s: _t(*s, dtype=dtype))
+    if layout == "zero_dim":
+        t = made(1).reshape(())
+    elif layout == "empty":
+        t = made(0, *shape[1:])
+    else:
+        if layout == "transposed":
+            t = made(shape[0], shape[-1] + 1).t()
+        elif layout == "strided":
+            t = made(2 * shape[0] + 1, *shape[1:])[::2]
+        elif layout == "offset":
+            t = made(shape[0] + 1, *shape[1:])[1:]
+        elif layout == "expanded":
+            t = made(1, *shape[1:]).expand(shape[0] + 1, *shape[1:])
+        else:
+            t = made(*shape)
+    if where == "there":
+        t = t.to(target)
+    if grad == "leaf":
+        t = t.requires_grad_()
+    elif grad == "nonleaf":
+        t = t.detach().requires_grad_() * 2
+    elif grad == "parameter":
+        t = torch.nn.Parameter(t.detach().clone() if not t.is_contiguous() else t.detach())
+    return t
+
+
+def _build_key(plan: tuple) -> Any:
+    _, kind, index = plan
+    return {"str": f"k{index}", "odd_str": f"a]['{index}", "int": index, "negative_int": -index - 1,
+            "tuple": (index, "k"), "none": None, "float": index + 0.5,
+            "tensor": torch.arange(index + 1) + 1000}[kind]
+
+
+def _build_atom(kind: str) -> Any:
+    if kind == "holder":
+        return Holder(_t(2))
+    if kind == "list_subclass":
+        return TensorList([_t(2)])
+    if kind == "tuple_subclass":
+        return TensorTuple((_t(1),))
+    if kind == "derived":
+        made = WithDerivedField(data=_t(3))
+        made.cached = _t(1)
+        return made
+    if kind == "module":
+        return torch.nn.Linear(2, 2)
+    if kind == "fields_record":
+        return FieldsRecord(_t(2), _t(1))
+    if kind == "array":
+        return np.arange(4.0).reshape(2, 2)
+    return {"int": 12345, "big_int": 2**70 + 1, "float": 2.5, "str": "text", "empty_str": "", "none": None,
+            "bytes": b"raw", "bool": True, "numpy_scalar": np.float32(1.5), "set": {1, 2, 3},
+            "frozenset": frozenset({"a"}), "class": Sample, "dataclass_class": FrozenSample,
+            "size": torch.Size([2, 3]), "range": range(3), "device": torch.device("cpu"), "dtype": torch.float16,
+            "function": _t, "nan": float("nan")}[kind]
+
+
+def build_plan(plan: tuple, seed: int, target: Any) -> Any:
+    """The object ``plan`` describes (the same in both processes: the same seed, the same order of draws)."""
+    torch.default_generator.manual_seed(seed)  # the CPU generator only (torch.manual_seed also queues CUDA calls)
+    made: list[torch.Tensor] = []
+
+    def build(node: tuple) -> Any:
+        kind = node[0]
+        if kind == "tensor":
+            made.append(_build_tensor(node, target))
+            return made[-1]
+        if kind == "shared":
+            return made[node[1]] if node[1] < len(made) else _t(1)
+        if kind == "atom":
+            return _build_atom(node[1])
+        if kind == "dict":
+            items = [(_build_key(key), build(child)) for key, child in node[2]]
+            variant = node[1]
+            if variant == "OrderedDict":
+                return collections.OrderedDict(items)
+            if variant == "defaultdict_list":
+                return collections.defaultdict(list, items)
+            if variant == "defaultdict_none":
+                return collections.defaultdict(None, items)
+            if variant == "defaultdict_lambda":
+                return collections.defaultdict(lambda: "fallback", items)
+            if variant == "TaggedDict":
+                return TaggedDict(items)
+            if variant == "Counts":
+                return Counts(int, items)
+            return dict(items)
+        if kind == "list":
+            return [build(child) for child in node[1]]
+        if kind == "tuple":
+            return tuple(build(child) for child in node[1])
+        if kind == "named_tuple":
+            return NAMED_TUPLES[node[1]][0](*(build(child) for child in node[2]))
+        cls, names = DATACLASSES[node[1]]
+        return cls(**{name: build(child) for name, child in zip(names, node[2])})
+
+    return build(plan)
+
+
+def plan_text(plan: tuple) -> str:
+    """The object a plan builds, as the student would read it."""
+    count = [0]
+
+    def text(node: tuple) -> str:
+        kind = node[0]
+        if kind == "tensor":
+            count[0] += 1
+            _, dtype, shape, layout, grad, where = node
+            facts = [dtype] + ([] if layout == "contiguous" else [layout]) + (
+                [] if grad == "no" else ["nn.Parameter" if grad == "parameter" else "requires_grad" + (
+                    " (not a leaf)" if grad == "nonleaf" else "")]) + (["already on the target"] if where == "there" else [])
+            return f"t{count[0]}=tensor({', '.join(facts)})"
+        if kind == "shared":
+            return f"t{node[1] + 1} (the same tensor again)" if node[1] < count[0] else "tensor"
+        if kind == "atom":
+            return {"holder": "Holder(tensor) (an object holding a tensor)", "list_subclass": "TensorList([tensor])",
+                    "tuple_subclass": "TensorTuple((tensor,))", "derived": "WithDerivedField(...) (init=False field)",
+                    "module": "nn.Linear(2, 2)", "fields_record": "FieldsRecord(tensor, tensor) (has _fields, not a "
+                    "tuple)", "array": "np.ndarray", "class": "the class Sample", "dataclass_class": "the class "
+                    "FrozenSample", "function": "a function", "size": "torch.Size([2, 3])"}.get(
+                node[1], repr(_build_atom(node[1])))
+        if kind == "dict":
+            inner = ", ".join(f"{_key_text(key)}: {text(child)}" for key, child in node[2])
+            variant = node[1]
+            return {"dict": f"{{{inner}}}", "OrderedDict": f"OrderedDict({{{inner}}})",
+                    "defaultdict_list": f"defaultdict(list, {{{inner}}})",
+                    "defaultdict_none": f"defaultdict(None, {{{inner}}})",
+                    "defaultdict_lambda": f"defaultdict(lambda: 'fallback', {{{inner}}})",
+                    "TaggedDict": f"TaggedDict({{{inner}}}) (a dict subclass)",
+                    "Counts": f"Counts(int, {{{inner}}}) (a defaultdict subclass)"}[variant]
+        if kind == "list":
+            return f"[{', '.join(text(child) for child in node[1])}]"
+        if kind == "tuple":
+            inner = [text(child) for child in node[1]]
+            return f"({inner[0]},)" if len(inner) == 1 else f"({', '.join(inner)})"
+        names = (NAMED_TUPLES[node[1]][0]._fields if kind == "named_tuple" else DATACLASSES[node[1]][1])
+        return f"{node[1]}({', '.join(f'{n}={text(c)}' for n, c in zip(names, node[2]))})"
+
+    return text(plan)
+
+
+def _key_text(key: tuple) -> str:
+    value = _build_key(key)
+    return f"tensor key {value.tolist()}" if isinstance(value, torch.Tensor) else repr(value)
+
+
+def _smaller_plans(plan: tuple) -> list[tuple]:
+    """Smaller variants of a plan: a container replaced by one of its children, a child dropped, a tensor made
+    plain (for shrinking a failing case)."""
+    out: list[tuple] = []
+    kind = plan[0]
+    children: list[tuple] = []
+    if kind == "dict":
+        children = [child for _, child in plan[2]]
+        out += [("dict", plan[1], plan[2][:i] + plan[2][i + 1:]) for i in range(len(plan[2]))]
+        if plan[1] != "dict":
+            out.append(("dict", "dict", plan[2]))
+    elif kind in ("list", "tuple"):
+        children = list(plan[1])
+        out += [(kind, plan[1][:i] + plan[1][i + 1:]) for i in range(len(plan[1]))]
+    elif kind in ("named_tuple", "dataclass"):
+        children = list(plan[2])
+    elif kind == "tensor" and plan[1:] != ("float32", (2,), "contiguous", "no", "cpu"):
+        out.append(("tensor", "float32", (2,), "contiguous", "no", "cpu"))
+        out += [plan[:3] + ("contiguous",) + plan[4:], plan[:4] + ("no",) + plan[5:], plan[:5] + ("cpu",)]
+    out += [child for child in children if child[0] != "shared"]
+    # the same, one level down
+    if kind == "dict":
+        for i, (key, child) in enumerate(plan[2]):
+            out += [("dict", plan[1], plan[2][:i] + ((key, c),) + plan[2][i + 1:]) for c in _smaller_plans(child)[:4]]
+    elif kind in ("list", "tuple"):
+        for i, child in enumerate(plan[1]):
+            out += [(kind, plan[1][:i] + (c,) + plan[1][i + 1:]) for c in _smaller_plans(child)[:4]]
+    elif kind in ("named_tuple", "dataclass"):
+        for i, child in enumerate(plan[2]):
+            out += [(kind, plan[1], plan[2][:i] + (c,) + plan[2][i + 1:]) for c in _smaller_plans(child)[:4]]
+    return [p for p in out if p != plan][:40]
+
+
+class GenCase(NamedTuple):
+    plan: tuple
+    seed: int
+    target: Any
+    non_blocking: bool | None = None
+
+
+def generate_case(generator: random.Random, targets: tuple = ("meta", "meta", "cpu")) -> GenCase:
+    target = domain.pick(generator, targets)
+    if generator.random() < 0.4:
+        target = torch.device(target)
+    plan = generate_plan(generator)
+    return GenCase(plan, generator.randrange(2**31), target, domain.pick(generator, [None, False, True]))
+
+
+def case_size(case: GenCase) -> tuple[int, int]:
+    return (plan_size(case.plan), case.non_blocking is not None)
+
+
+def gen_call_text(case: GenCase) -> str:
+    extra = "" if case.non_blocking is None else f", non_blocking={case.non_blocking}"
+    return f"move_to(obj, {_target_text(case.target)}{extra}) with obj = {plan_text(case.plan)}"
+
+
+def _jsonable(node: Any) -> Any:
+    """A description with each tensor's values as the hex of its bytes (one JSON text decodes fast)."""
+    if isinstance(node, dict):
+        return {k: (_tensor_hex(v) if k == "values" else _jsonable(v)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_jsonable(v) for v in node]
+    return node
+
+
+def _tensor_hex(t: torch.Tensor) -> str:
+    return f"{t.dtype}:{tuple(t.shape)}:" + t.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes().hex()
+
+
+def generated_scenario(student: RunnerStudent, cases: list[GenCase]) -> str:
+    """Each case built, moved and described (input before, result, input after, the Tensor.to calls), as JSON."""
+    function = student.get("move_to")
+    seen = []
+    for case in cases:
+        obj = build_plan(case.plan, case.seed, case.target)
+        paths = paths_of(obj)
+        record: dict[str, Any] = {"before": describe(obj, paths)}
+        kwargs = {} if case.non_blocking is None else {"non_blocking": case.non_blocking}
+        recorder = _ToCalls()
+        try:
+            with recorder:
+                result = student.run(function, obj, case.target, **kwargs)
+        except StudentRaised as exc:
+            record["error"] = dataclasses.asdict(exc.error)
+            seen.append(_jsonable(record))
+            continue
+        record.update(result=describe(result, paths), after=describe(obj, paths), to_calls=recorder.to_calls,
+                      other_moves=recorder.other_moves)
+        seen.append(_jsonable(record))
+    return json.dumps(seen)
+
+
+@judge_only
+def _generated_observed(student: Submission, cases: list[GenCase]) -> list[Observed]:
+    observed = []
+    for at in range(0, len(cases), 40):
+        part = cases[at:at + 40]
+        for case, seen in zip(part, json.loads(student.scenario(generated_scenario, part))):
+            obj = build_plan(case.plan, case.seed, case.target)
+            observed.append(Observed(case, seen, _jsonable(expected(obj, case.target, paths_of(obj)))))
+    return observed
+
+
+@judge_only
+def _generated_problem(observed: Observed) -> str | None:
+    """What the student's result breaks of the specification on one generated case (None: nothing)."""
+    seen, case = observed.seen, observed.case
+    if "error" in seen:
+        error = seen["error"]
+        return f"it raised {error['exception_type'] or error['kind']}: {error['exception_message'][:200]}"
+    problems = tensor_problems(observed)
+    if problems:
+        return problems[0][1] + (f" (and {len(problems) - 1} more tensor(s))" if len(problems) > 1 else "")
+    problem = _container_problem(observed)
+    if problem:
+        return problem.split("\n  likely cause:")[0]
+    for path, want in _leaves(observed.expect):
+        got = _find(seen["result"], path)
+        if want["kind"] == "as_is" and (got is None or got.get("same") != want["same"]):
+            return (f"the {want['type']} at {path} did not come back as the very same object (anything that is not "
+                    "a tensor or one of the containers named is returned as is)")
+        if want["kind"] == "tensor" and want["same"] is not None and (got is None or got.get("same") != want["same"]):
+            return (f"the tensor at {path} was already on {want['device']}, so t.to({_target_text(case.target)}) "
+                    "returns t itself; move_to returned another tensor")
+    wanted = bool(case.non_blocking)
+    moved = any(want["kind"] == "tensor" and want["same"] is None for _, want in _leaves(observed.expect))
+    calls = seen["to_calls"]
+    if moved and not calls:
+        return "the tensors were moved without any Tensor.to call, so non_blocking never reached one"
+    wrong = [c for c in calls if c != wanted]
+    if wrong:
+        return f"{len(wrong)} of the {len(calls)} Tensor.to calls got non_blocking={not wanted}, the caller asked for {wanted}"
+    change = _first_difference(seen["before"], seen["after"])
+    if change:
+        return f"after the call, {change}; the input and its containers must be left exactly as they were"
+    return None
+
+
+@MOVE_TO.check(points=2)
+def generated_structures(student: Submission, device: torch.device) -> None:
+    """Generated structures of every container, key, tensor (dtype, layout, grad, device) and other object the
+    spec names, nested deeper and wider: every promise of the spec at once, on each."""
+    targets = ("meta", "meta", "cpu") + (("cuda", "cuda") if device.type == "cuda" else ())
+    cases = domain.draw(lambda g: generate_case(g, targets), 150, size=case_size)
+    problems = [_generated_problem(o) for o in _generated_observed(student, cases)]
+    failing = [p is not None for p in problems]
+    if not any(failing):
+        return
+    found = dict(zip(cases, problems))
+
+    def fails(candidates: list[GenCase]) -> list[bool]:
+        results = [_generated_problem(o) for o in _generated_observed(student, candidates)]
+        found.update(zip(candidates, results))
+        return [r is not None for r in results]
+
+    case = domain.shrink(domain.smallest(cases, failing, size=case_size),
+                         lambda c: [c._replace(plan=p) for p in _smaller_plans(c.plan)]
+                         + ([c._replace(non_blocking=None)] if c.non_blocking is not None else []), fails)
+    fail(f"{gen_call_text(case)}\n  {found[case]}\n  (a generated case: {sum(failing)} of the {len(cases)} generated "
+         "structures failed; this is the smallest)")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +26,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from graders import domain
 from graders.ch03_modules.glu import Live, call_text, observe, observing
 from graders.compare import difference, dtype_name, show
 from graders.isolation import StudentRaised
@@ -281,7 +284,8 @@ def _table_cause(got: torch.Tensor, dim: int, max_len: int) -> str | None:
     return None
 
 
-def _check_table(facts: dict[str, Any], label: str, dim: int, max_len: int) -> None:
+def _check_table(facts: dict[str, Any], label: str, dim: int, max_len: int,
+                 right: torch.Tensor | None = None) -> None:
     if facts["pe_kind"] == "missing":
         fail(f"{label} has no attribute `pe`: the encoding table must be a buffer named pe, of shape (max_len, dim) = "
              f"({max_len}, {dim}) (self.register_buffer('pe', table, persistent=False))")
@@ -298,7 +302,7 @@ def _check_table(facts: dict[str, Any], label: str, dim: int, max_len: int) -> N
             cause = f"max_len defaults to {got.shape[0]}; the specification's default is max_len = 512"
         fail_mismatch(f"{label}.pe has the wrong shape", given=label, expected=f"shape ({max_len}, {dim})",
                       got=f"shape {tuple(got.shape)}", cause=cause)
-    right = encoding(dim, max_len)
+    right = encoding(dim, max_len) if right is None else right
     error = (got - right).abs().nan_to_num(nan=math.inf)
     if not bool((error <= tolerance(max_len)).all()):
         where = difference(got, right, atol=tolerance(max_len))
@@ -519,6 +523,22 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
     for args, why in bad:
         expect_error(student, ValueError, "PositionalEncoding", args, call=_label(args), why=why,
                      cause="a missing check at the top of __init__")
+    # Generated: every invalid combination, by position or keyword (one request for all).
+    calls = domain.draw(generate_bad_arguments, 100, size=lambda c: (len(c[0]) + len(c[1]), abs(c[0][0])))
+    seen = _in_chunks(student, bad_arguments_scenario, [(args, kwargs) for args, kwargs, _ in calls])
+    wrong = [not ("raised" in s and StudentError(**s["raised"]).is_instance(ValueError)) for s in seen]
+    if any(wrong):
+        smallest = domain.smallest(list(range(len(calls))), wrong,
+                                   size=lambda n: (len(calls[n][0]) + len(calls[n][1]), abs(calls[n][0][0])))
+        args, kwargs, why = calls[smallest]
+        outcome = seen[smallest]
+        call = _label(args, kwargs)
+        if "returned" in outcome:
+            fail(f"{call} returned a module; it must raise ValueError because {why} ({sum(wrong)} of the "
+                 f"{len(calls)} generated invalid calls did not raise ValueError)")
+        error = StudentError(**outcome["raised"])
+        fail(f"{call} must raise ValueError because {why}, but it {error.describe()} ({sum(wrong)} of the "
+             f"{len(calls)} generated invalid calls did not raise ValueError)")
 
 
 @POSITIONAL_ENCODING.check(points=1)
@@ -558,3 +578,415 @@ def rejects_bad_input(student: Submission, device: torch.device) -> None:
                      "the error came from an operation that failed, not from a check of x: test the shape first and "
                      "raise ValueError")
             fail(f"{call} must raise ValueError because {why}, but it {error.describe()}\n  likely cause: {cause}")
+    # Generated: invalid inputs of every kind, several reasons at once, any dtype (one request for all).
+    drawn = domain.draw(generate_bad_input, 100, size=lambda c: (len(c[2].shape(c[0])), c[0], c[1], c[2].seq))
+    tensors = [make_input(spec, dim, 31 * n + 1) for n, (dim, max_len, spec, _) in enumerate(drawn)]
+    seen = _in_chunks(student, bad_input_scenario, [(dim, max_len, x) for (dim, max_len, _, _), x in zip(drawn, tensors)])
+    wrong = [not ("raised" in s and StudentError(**s["raised"]).is_instance(ValueError)) for s in seen]
+    if any(wrong):
+        smallest = domain.smallest(list(range(len(drawn))), wrong, size=lambda n: (
+            len(drawn[n][2].shape(drawn[n][0])), drawn[n][0], drawn[n][1], drawn[n][2].seq))
+        dim, max_len, spec, why = drawn[smallest]
+        outcome = seen[smallest]
+        call = f"{_label((dim, max_len))}, then forward({spec.text(dim)})"
+        count = f"{sum(wrong)} of the {len(drawn)} generated invalid inputs did not raise ValueError"
+        if "returned" in outcome:
+            fail(f"{call} returned a result; it must raise ValueError because {why} ({count})")
+        fail(f"{call} must raise ValueError because {why}, but it {StudentError(**outcome['raised']).describe()} "
+             f"({count})")
+
+
+# ==================================================================================================
+# The generated domain (from the specification's sentences): any even dim >= 2 (2, 4, large ones), any
+# max_len >= 1 (1, odd, long tables), max_len given by position, by keyword or left to its default; the module
+# in train or eval mode, as built or converted (.double(), .half(), .bfloat16(), .float() after .double()); x of
+# any batch (0 included) and seq (0, 1, max_len), in the four floating dtypes, contiguous or not (transposed,
+# strided, at a storage offset, an expanded batch of stride 0, permuted), small or large values (float16 near its
+# largest finite value), requiring grad or not. Invalid arguments and inputs combined: an odd and a too small
+# dim, dim < 2 with max_len < 1, x of 0 to 5 dims, a wrong last dim together with seq > max_len.
+# ==================================================================================================
+GEN_DTYPES = ("float32", "float64", "float16", "bfloat16")
+GEN_LAYOUTS = ("contiguous", "transposed", "strided", "offset", "expanded", "permuted")
+GEN_CONVERSIONS = (None, "double", "half", "bfloat16", "float")
+
+
+@dataclasses.dataclass(frozen=True)
+class GenInput:
+    batch: int
+    seq: int
+    dtype: str
+    layout: str = "contiguous"
+    scale: float = 1.0
+    requires_grad: bool = False
+    last: int | None = None  # the last dim when it is not the module's (an invalid input)
+    dims: int = 3  # x.dim() (an invalid input when not 3)
+
+    def shape(self, dim: int) -> tuple[int, ...]:
+        last = dim if self.last is None else self.last
+        full = (self.batch, self.seq, last)
+        if self.dims == 3:
+            return full
+        if self.dims < 3:
+            return full[3 - self.dims:]
+        return (2,) * (self.dims - 3) + full
+
+    def text(self, dim: int) -> str:
+        layout = "" if self.layout == "contiguous" else f", {self.layout} (not contiguous)" if self.layout != \
+            "offset" else ", at a storage offset"
+        extra = (f", values up to {show(self.scale)}" if self.scale != 1.0 else "") + (
+            ", requires_grad=True" if self.requires_grad else "")
+        return f"x of shape {self.shape(dim)}, {self.dtype}{layout}{extra}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GenConfig:
+    dim: int
+    max_len: int
+    how: str = "positional"  # "positional", "keyword" or "default" (max_len left out: 512)
+    convert: str | None = None
+    mode: str = "train"
+    inputs: tuple[GenInput, ...] = ()
+
+    @property
+    def args(self) -> tuple:
+        return (self.dim, self.max_len) if self.how == "positional" else (self.dim,)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return {"max_len": self.max_len} if self.how == "keyword" else {}
+
+    @property
+    def label(self) -> str:
+        text = _label(self.args, self.kwargs)
+        if self.mode == "eval":
+            text += ".eval()"
+        if self.convert == "float":
+            text += ".double().float()"
+        elif self.convert is not None:
+            text += f".{self.convert}()"
+        return text
+
+
+def make_input(spec: GenInput, dim: int, seed: int) -> torch.Tensor:
+    """The tensor ``spec`` describes (both processes can build it; the judge sends it)."""
+    generator = torch.Generator().manual_seed(seed)
+    shape = spec.shape(dim)
+    dtype = getattr(torch, spec.dtype)
+
+    def randn(*size: int) -> torch.Tensor:
+        return (torch.randn(size, generator=generator, dtype=torch.float64) * spec.scale).to(dtype)
+
+    if spec.dims != 3 or spec.layout == "contiguous":
+        x = randn(*shape)
+    elif spec.layout == "transposed":
+        x = randn(shape[0], shape[2], shape[1]).transpose(1, 2)
+    elif spec.layout == "strided":
+        x = randn(shape[0], 2 * shape[1] + 1, shape[2])[:, ::2][:, : shape[1]]
+    elif spec.layout == "offset":
+        x = randn(shape[0] + 1, shape[1], shape[2])[1:]
+    elif spec.layout == "expanded":
+        x = randn(1, shape[1], shape[2]).expand(shape)
+    else:  # permuted: the batch dim innermost
+        x = randn(shape[1], shape[2], shape[0]).permute(2, 0, 1)
+    if spec.requires_grad:
+        x = x.requires_grad_()
+    return x
+
+
+def _gen_dim(generator: random.Random) -> int:
+    return 2 * domain.pick(generator, [1, 1, 2, domain.small_int(generator, 1, 8), generator.randint(1, 64),
+                                       generator.randint(65, 512)], [3, 2, 2, 4, 3, 1])
+
+
+def _gen_max_len(generator: random.Random, dim: int) -> int:
+    cap = max(1, min(6000, (1 << 16 if generator.random() < 0.1 else 1 << 13) // dim))
+    return domain.pick(generator, [1, 2, domain.small_int(generator, 1, 20), generator.randint(1, 200),
+                                   generator.randint(1, cap), cap], [2, 1, 3, 3, 2, 1])
+
+
+def _gen_seq(generator: random.Random, max_len: int) -> int:
+    return domain.pick(generator, [0, 1, max_len, max_len - 1 if max_len > 1 else max_len,
+                                   generator.randint(0, min(max_len, 64)), generator.randint(0, max_len)],
+                       [1, 2, 3, 1, 4, 2])
+
+
+def generate_input(generator: random.Random, dim: int, max_len: int) -> GenInput:
+    dtype = domain.pick(generator, GEN_DTYPES, [4, 3, 2, 2])
+    seq = _gen_seq(generator, max_len)
+    batch = domain.small_int(generator, 0, 4, edge=0.3)
+    if batch * seq * dim > 1 << 13:
+        batch = 1
+        seq = min(seq, max(1, (1 << 13) // dim)) if generator.random() < 0.7 else seq
+    scale = domain.pick(generator, [1.0, 1.0, 1.0, 1e-3, 100.0,
+                                    6e4 if dtype == "float16" else 1e30 if dtype != "float64" else 1e300])
+    return GenInput(batch, seq, dtype, domain.pick(generator, GEN_LAYOUTS, [4, 1, 1, 1, 1, 1]), scale,
+                    requires_grad=generator.random() < 0.15)
+
+
+def generate_config(generator: random.Random) -> GenConfig:
+    """A valid module (dim, max_len, how max_len is given, its mode and conversion) and 1-3 valid inputs."""
+    dim = _gen_dim(generator)
+    how = domain.pick(generator, ["positional", "keyword", "default"], [3, 2, 1])
+    max_len = 512 if how == "default" else _gen_max_len(generator, dim)
+    if how == "default" and dim > 256:
+        dim = 256
+    inputs = tuple(generate_input(generator, dim, max_len) for _ in range(domain.small_int(generator, 1, 3)))
+    return GenConfig(dim, max_len, how, domain.pick(generator, GEN_CONVERSIONS, [5, 1, 1, 1, 1]),
+                     domain.pick(generator, ["train", "eval"]), inputs)
+
+
+def config_size(config: GenConfig) -> tuple[int, ...]:
+    return (config.dim * config.max_len, sum(s.batch * s.seq for s in config.inputs), len(config.inputs),
+            config.convert is not None, config.how != "positional")
+
+
+def _smaller_configs(config: GenConfig) -> list[GenConfig]:
+    """Smaller variants of a failing configuration (still valid), for shrinking."""
+    out = []
+    if len(config.inputs) > 1:
+        out += [dataclasses.replace(config, inputs=(spec,)) for spec in config.inputs]
+    for index, spec in enumerate(config.inputs):
+        simpler = [dataclasses.replace(spec, layout="contiguous"), dataclasses.replace(spec, requires_grad=False),
+                   dataclasses.replace(spec, scale=1.0), dataclasses.replace(spec, batch=min(spec.batch, 1)),
+                   dataclasses.replace(spec, seq=min(spec.seq, 1)), dataclasses.replace(spec, seq=spec.seq // 2),
+                   dataclasses.replace(spec, dtype="float32")]
+        out += [dataclasses.replace(config, inputs=config.inputs[:index] + (s,) + config.inputs[index + 1:])
+                for s in simpler if s != spec]
+    seqs = max((s.seq for s in config.inputs), default=0)
+    if config.how != "default":
+        for max_len in sorted({max(1, seqs), max(1, config.max_len // 2)}):
+            if seqs <= max_len < config.max_len:
+                out.append(dataclasses.replace(config, max_len=max_len))
+    if config.convert is not None:
+        out.append(dataclasses.replace(config, convert=None))
+    if config.mode != "train":
+        out.append(dataclasses.replace(config, mode="train"))
+    if config.how != "positional":
+        out.append(dataclasses.replace(config, how="positional"))
+    return out
+
+
+def generated_scenario(student: Any, items: list[tuple[GenConfig, list[torch.Tensor]]]) -> list[dict[str, Any]]:
+    """For each configuration: build the module, read its buffer, set its mode, convert it, run forward on each
+    input; what came out (or what was raised, and where)."""
+    cls = student.get("PositionalEncoding")
+    seen = []
+    for config, inputs in items:
+        record: dict[str, Any] = {}
+        at = config.label
+        try:
+            module = student.run(cls, *config.args, **config.kwargs)
+            if not isinstance(module, nn.Module):
+                record["not_module"] = type(module).__name__
+                seen.append(record)
+                continue
+            record["facts"] = _buffer_facts(module)
+            record["facts"]["pe"] = None  # the values come from the buffer itself, below
+            table = module.__dict__.get("_buffers", {}).get("pe")
+            if isinstance(table, torch.Tensor) and table.device.type != "meta":
+                record["table"] = table.detach().to("cpu", copy=True)
+            student.run(module.train, config.mode == "train")
+            if config.convert == "float":
+                student.run(module.double)
+                student.run(module.float)
+            elif config.convert is not None:
+                student.run(getattr(module, config.convert))
+            converted = module.__dict__.get("_buffers", {}).get("pe")
+            if config.convert is not None and isinstance(converted, torch.Tensor) and converted.device.type != "meta":
+                record["converted"] = converted.detach().to("cpu", copy=True)
+            for i, x in enumerate(inputs):
+                at = f"{config.label}, then forward({config.inputs[i].text(config.dim)})"
+                before = x.detach().clone()
+                y = student.run(module, x)
+                record[f"{i}.out"] = _output(y)
+                record[f"{i}.x_changed"] = not torch.equal(before, x.detach())
+        except StudentRaised as exc:
+            record["error"] = dataclasses.asdict(exc.error)
+            record["error_at"] = at
+        seen.append(record)
+    return seen
+
+
+@judge_only
+def _generated_problem(config: GenConfig, inputs: list[torch.Tensor], record: dict[str, Any],
+                       tables: dict[tuple[int, int], torch.Tensor]) -> str | None:
+    """What is wrong with the student's module on ``config`` (None: nothing)."""
+    label, dim, max_len = config.label, config.dim, config.max_len
+    if (dim, max_len) not in tables:
+        tables[dim, max_len] = encoding(dim, max_len)
+    right_table = tables[dim, max_len]
+    if "not_module" in record:
+        return f"{_label(config.args, config.kwargs)} made a {record['not_module']}, not an nn.Module"
+    facts = record.get("facts")
+    if facts is not None:
+        try:
+            table_facts = dict(facts, pe=record["table"].double() if "table" in record else None)
+            _check_table(table_facts, _label(config.args, config.kwargs), dim, max_len, right_table)
+        except CheckFailed as exc:
+            return str(exc)
+        if facts["parameters"]:
+            return f"{label} has parameters {facts['parameters']}; the module has none (pe is a buffer)"
+        if not facts["pe_is_buffer"]:
+            return f"{label}.pe is a plain tensor attribute, not a registered buffer (buffers: {facts['buffers']})"
+        if facts["state_dict"]:
+            return f"{label}.state_dict() has the keys {facts['state_dict']}; it must be empty (persistent=False)"
+    if "error" in record:
+        error = StudentError(**record["error"])
+        return f"{record['error_at']} {error.describe()}"
+    own = record.get("converted") if config.convert is not None else record.get("table")
+    wanted = {None: None, "double": "float64", "half": "float16", "bfloat16": "bfloat16", "float": "float32"}
+    if own is not None and config.convert is not None and dtype_name(own.dtype) != wanted[config.convert]:
+        return f"after {label}, pe is {dtype_name(own.dtype)}, not {wanted[config.convert]}: a buffer follows it"
+    for i, (spec, x) in enumerate(zip(config.inputs, inputs)):
+        out = record[f"{i}.out"]
+        given = f"{label}, then forward({spec.text(dim)})"
+        if "other" in out:
+            return f"{given} returned a {out['other']}; forward must return the tensor x + pe[:seq]"
+        if out["shape"] != list(x.shape) or out["dtype"] != dtype_name(x.dtype) or out["device"] != "cpu":
+            return (f"{given} returned a {out['dtype']} tensor of shape {tuple(out['shape'])} on {out['device']}; "
+                    f"expected {dtype_name(x.dtype)}, shape {tuple(x.shape)}, on cpu (x's)")
+        got = out["tensor"]
+        if config.convert in (None, "double", "float"):
+            right = x.detach().double() + right_table[: x.shape[1]]
+            rtol = DTYPE_RTOL[x.dtype]
+            atol = tolerance(max_len) * 2 + rtol
+            if not torch.allclose(got.double(), right, atol=atol, rtol=rtol, equal_nan=True):
+                return (f"{given}: forward(x) is not x + pe[:seq]\n  expected: {show(right.to(x.dtype))}\n  returned: "
+                        f"{show(got)}\n  where:    {difference(got, right, rtol=rtol, atol=atol)}")
+        if own is not None and list(own.shape) == [max_len, dim]:
+            exact = x.detach() + own[: x.shape[1]].to(x.dtype)
+            if not torch.equal(got, exact) and not (got.isnan() & exact.isnan()).any():
+                return (f"{given}: forward(x) is not exactly x + pe[:seq].to(x.dtype) with the module's own pe\n  "
+                        f"expected: {show(exact)}\n  returned: {show(got)}\n  where:    {difference(got, exact)}")
+        if record[f"{i}.x_changed"]:
+            return f"{given} changed x itself; forward must return a new tensor (no in-place add on the input)"
+    return None
+
+
+@judge_only
+def _run_generated(student: Submission, configs: list[GenConfig]) -> list[tuple[list[torch.Tensor], dict]]:
+    """Observe every configuration (in chunks, so that no request runs long) and the inputs sent."""
+    items = [(config, [make_input(spec, config.dim, 7919 * n + i) for i, spec in enumerate(config.inputs)])
+             for n, config in enumerate(configs)]
+    seen: list[dict[str, Any]] = []
+    chunk, budget = [], 0
+    for item in items:
+        chunk.append(item)
+        budget += item[0].dim * item[0].max_len + sum(x.numel() for x in item[1])
+        if len(chunk) >= 15 or budget > 1 << 18:
+            seen += student.scenario(generated_scenario, chunk)
+            chunk, budget = [], 0
+    if chunk:
+        seen += student.scenario(generated_scenario, chunk)
+    return [(inputs, record) for (_, inputs), record in zip(items, seen)]
+
+
+@judge_only
+def _check_generated(student: Submission, configs: list[GenConfig]) -> None:
+    observed = _run_generated(student, configs)
+    tables: dict[tuple[int, int], torch.Tensor] = {}
+    problems = [_generated_problem(config, inputs, record, tables) for config, (inputs, record) in zip(configs, observed)]
+    failing = [p is not None for p in problems]
+    if not any(failing):
+        return
+    config = domain.smallest(configs, failing, size=config_size)
+    problem = {c: p for c, p in zip(configs, problems)}
+
+    def fails(candidates: list[GenConfig]) -> list[bool]:
+        found = [_generated_problem(c, inputs, record, tables) for c, (inputs, record) in
+                 zip(candidates, _run_generated(student, candidates))]
+        problem.update(zip(candidates, found))
+        return [p is not None for p in found]
+
+    config = domain.shrink(config, _smaller_configs, fails)
+    wrong = sum(failing)
+    fail(f"on generated modules and inputs ({wrong} of the {len(configs)} tried failed), the smallest failing one:\n"
+         f"  {problem[config]}")
+
+
+@POSITIONAL_ENCODING.check(points=2)
+def generated_modules_and_inputs(student: Submission, device: torch.device) -> None:
+    """Generated dims, lengths, modes, conversions and inputs (dtypes, layouts, edge sizes and values): the buffer
+    holds the encoding and forward returns exactly x + pe[:seq].to(x.dtype), on x's device, in x's dtype."""
+    _check_generated(student, domain.draw(generate_config, 80, size=config_size))
+
+
+# -- invalid arguments and inputs, combined -------------------------------------------------------------------
+def generate_bad_arguments(generator: random.Random) -> tuple[tuple, dict[str, Any], str]:
+    """(args, kwargs, why): dim odd or < 2, max_len < 1, or both, by position or keyword."""
+    bad_dim = domain.pick(generator, [1, 3, 0, -2, -1, 2 * generator.randint(1, 40) + 1, -2 * generator.randint(1, 9)])
+    good_dim = 2 * generator.randint(1, 32)
+    bad_len = domain.pick(generator, [0, -1, -generator.randint(2, 10**6)])
+    good_len = generator.randint(1, 300)
+    kind = domain.pick(generator, ["dim", "max_len", "both"])
+    dim = bad_dim if kind in ("dim", "both") else good_dim
+    max_len = bad_len if kind in ("max_len", "both") else good_len
+    why = " and ".join(w for w in ((f"dim = {dim} is {'odd' if dim % 2 else '< 2'}" if kind != "max_len" else ""),
+                                   (f"max_len = {max_len} < 1" if kind != "dim" else "")) if w)
+    if kind == "dim" and generator.random() < 0.3:
+        return (dim,), {}, why  # max_len left to its default
+    if generator.random() < 0.5:
+        return (dim, max_len), {}, why
+    return (dim,), {"max_len": max_len}, why
+
+
+def bad_arguments_scenario(student: Any, calls: list[tuple[tuple, dict]]) -> str:
+    cls = student.get("PositionalEncoding")
+    seen = []
+    for args, kwargs in calls:
+        try:
+            student.run(cls, *args, **kwargs)
+            seen.append({"returned": True})
+        except StudentRaised as exc:
+            seen.append({"raised": dataclasses.asdict(exc.error)})
+    return json.dumps(seen)
+
+
+def generate_bad_input(generator: random.Random) -> tuple[int, int, GenInput, str]:
+    """(dim, max_len, x, why): x of 0-2 or 4-5 dims, a wrong last dim, seq > max_len, or several at once."""
+    dim = 2 * domain.small_int(generator, 1, 8)
+    max_len = domain.small_int(generator, 1, 12)
+    reasons = set(generator.sample(["dims", "last", "seq"], domain.pick(generator, [1, 1, 2, 3])))
+    dims = domain.pick(generator, [0, 1, 2, 4, 5]) if "dims" in reasons else 3
+    last = domain.pick(generator, [dim + 2, dim - 1, dim + 1, 1, 2 * dim]) if "last" in reasons else None
+    if last is not None and last == dim:
+        last = dim + 2
+    seq = max_len + domain.pick(generator, [1, 1, generator.randint(2, 30)]) if "seq" in reasons else \
+        generator.randint(0, max_len)
+    spec = GenInput(domain.small_int(generator, 1, 3), seq, domain.pick(generator, GEN_DTYPES, [3, 1, 1, 1]),
+                    last=last, dims=dims)
+    why = []
+    if dims != 3:
+        why.append(f"x has {dims} dims, not 3")
+    if last is not None and dims >= 1:
+        why.append(f"the last dim is {last}, not dim = {dim}")
+    if "seq" in reasons and dims >= 2:
+        why.append(f"seq = {seq} > max_len = {max_len}")
+    if not why:  # every reason fell away with the dims: a 0-dim x
+        why.append(f"x has {dims} dims, not 3")
+    return dim, max_len, spec, " and ".join(why)
+
+
+def bad_input_scenario(student: Any, items: list[tuple[int, int, torch.Tensor]]) -> str:
+    cls = student.get("PositionalEncoding")
+    seen = []
+    for dim, max_len, x in items:
+        try:
+            module = student.run(cls, dim, max_len)
+            y = student.run(module, x)
+            seen.append({"returned": {"type": type(y).__name__}})
+        except StudentRaised as exc:
+            seen.append({"raised": dataclasses.asdict(exc.error)})
+    return json.dumps(seen)
+
+
+@judge_only
+def _in_chunks(student: Submission, scenario: Any, items: list[Any], size: int = 50) -> list[dict[str, Any]]:
+    """One request per ``size`` items (no request runs long), the JSON replies decoded, error facts rebuilt."""
+    seen: list[dict[str, Any]] = []
+    for at in range(0, len(items), size):
+        seen += json.loads(student.scenario(scenario, items[at:at + size]))
+    for record in seen:
+        if "raised" in record:
+            record["raised"]["exception_types"] = tuple(record["raised"]["exception_types"])
+    return seen
