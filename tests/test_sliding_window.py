@@ -135,3 +135,123 @@ def test_a_result_viewing_x_as_another_dtype_is_reported_not_a_grader_error():
                                      device="cpu")
     assert report.results[0].status == "failed"
     assert "a view keeps x's dtype" in report.results[0].message
+
+
+# -- the input domain: every class the specification allows is generated (issue 32) ---------------------
+import random  # noqa: E402
+
+from graders import domain  # noqa: E402
+
+
+def _drawn(generate=grader.generate_window, size=grader.window_size, count=500, seed=32):
+    random.seed(seed)
+    return domain.draw(generate, count, size=size)
+
+
+WINDOWS = _drawn()
+BAD_CALLS = _drawn(grader.generate_bad_call, grader.bad_call_size)
+
+
+def _rows(c):
+    return (c.length - c.size) // c.step + 1
+
+
+@pytest.mark.parametrize("name, has", [
+    *[(f"dtype {dtype}", lambda c, d=dtype: c.dtype == d) for dtype in grader.DTYPES],
+    *[(f"the call {call!r}", lambda c, k=call: c.call == k) for call in grader.CALLS],
+    ("an expanded x (stride 0)", lambda c: c.stride == 0 and c.length > 1),
+    ("a contiguous x", lambda c: c.stride == 1 and c.offset == 0),
+    ("a strided x", lambda c: 1 < c.stride < 10),
+    ("a stride past 256", lambda c: c.stride > 256),
+    ("a storage offset", lambda c: 0 < c.offset < 10 and c.stride > 0),
+    ("a storage offset past 256", lambda c: c.offset > 256),
+    ("a strided x with an offset", lambda c: c.stride > 1 and c.offset > 0),
+    ("a length-1 x", lambda c: c.length == 1),
+    ("an x longer than 256", lambda c: c.length > 256),
+    ("size == len(x) > 1", lambda c: c.size == c.length > 1),
+    ("size 1 on a longer x", lambda c: c.size == 1 < c.length),
+    ("step == size (tiling)", lambda c: c.step == c.size > 1 and _rows(c) > 1),
+    ("step > size (skipping)", lambda c: c.step > c.size and _rows(c) > 1),
+    ("step > len(x) (one window)", lambda c: c.step > c.length > 1),
+    ("windows ending at the end of x", lambda c: _rows(c) > 1 and (c.length - c.size) % c.step == 0 and c.step > 1),
+    ("a remainder past the last window", lambda c: _rows(c) > 1 and (c.length - c.size) % c.step != 0),
+    ("many windows", lambda c: _rows(c) > 100),
+    ("x requiring grad", lambda c: c.requires_grad),
+    ("x requiring grad, strided with an offset", lambda c: c.requires_grad and c.stride > 1 and c.offset > 0),
+])
+def test_the_generator_draws(name, has):
+    assert any(has(case) for case in WINDOWS), f"no generated call has {name}"
+
+
+def test_every_generated_call_is_valid_and_its_x_as_described():
+    for case in WINDOWS:
+        assert case.valid()
+        x = grader.window_input(case, torch.device("cpu"))
+        assert (len(x), x.storage_offset(), x.dtype, x.requires_grad) == (
+            case.length, case.offset, case.dtype, case.requires_grad)
+        assert x.stride(0) == case.stride or case.length == 1  # expand(1) keeps the stride of 1
+        got = reference.sliding_window(x, case.size, case.step)
+        assert grader._window_right(x, case, {"got": got.detach(), "x": x.detach()})
+
+
+@pytest.mark.parametrize("name, has", [
+    ("a 0-d x", lambda c: len(c.shape) == 0),
+    ("a 2-D x", lambda c: len(c.shape) == 2),
+    ("a (1, n) x", lambda c: len(c.shape) == 2 and c.shape[0] == 1),
+    ("an (n, 1) x", lambda c: len(c.shape) == 2 and c.shape[1] == 1),
+    ("a 3-D x", lambda c: len(c.shape) == 3),
+    ("size 0", lambda c: c.size == 0),
+    ("a negative size", lambda c: c.size < 0),
+    ("a size past -256", lambda c: c.size < -256),
+    ("step 0", lambda c: c.step == 0),
+    ("a negative step", lambda c: c.step < 0),
+    ("size > len(x)", lambda c: len(c.shape) == 1 and c.size > c.shape[0]),
+    ("size == len(x) + 1", lambda c: len(c.shape) == 1 and c.size == c.shape[0] + 1),
+    ("size > len(x) for an empty x", lambda c: c.shape == (0,) and c.size > 0),
+    ("size > len(x), within a strided x's storage", lambda c: len(c.shape) == 1 and c.stride > 1 and
+     c.shape[0] < c.size <= (c.shape[0] - 1) * c.stride + 1),
+    ("size > len(x) past 256", lambda c: len(c.shape) == 1 and c.size > c.shape[0] > 256),
+    ("two rules broken at once", lambda c: len(c.reasons()) >= 2),
+    ("three rules broken at once", lambda c: len(c.reasons()) >= 3),
+    ("step left out", lambda c: c.call == "step left out"),
+    ("size and step by name", lambda c: c.call == "by name"),
+])
+def test_the_invalid_call_generator_draws(name, has):
+    assert all(case.reasons() for case in BAD_CALLS)
+    assert any(has(case) for case in BAD_CALLS), f"no generated invalid call has {name}"
+
+
+def test_the_reference_rejects_every_generated_invalid_call():
+    for case in BAD_CALLS:
+        x = grader.bad_call_input(case, torch.device("cpu"))
+        with pytest.raises(ValueError):
+            reference.sliding_window(x, case.size, case.step)
+
+
+def test_shrink_candidates_are_smaller_and_valid():
+    for case in WINDOWS[-50:]:
+        for candidate in grader.window_candidates(case):
+            assert candidate.valid() and grader.window_size(candidate) < grader.window_size(case)
+
+
+def test_the_generated_check_rejects_a_bug_only_it_reaches_and_reports_a_smallest_case():
+    """Windows that never reach past the storage: an x ending right at its storage's end (an offset of 257 with
+    one element after it) gets one row too few. Every hand-written input passes; the call reported fails, and
+    no smaller one does."""
+    def sliding_window(x, size, step=1):  # defined here: copied to the runner by value
+        if x.dim() != 1:
+            raise ValueError("x must be 1-D")
+        if size < 1 or step < 1 or size > len(x):
+            raise ValueError("bad size or step")
+        rows = (len(x) - size) // step + 1
+        if x.storage_offset() > 256:  # a mistake that only an offset past 256 shows
+            rows -= 1
+        return x.as_strided((max(rows, 0), size), (step * x.stride(0), x.stride(0)), x.storage_offset())
+
+    report = graders.check_namespace("sliding_window", {"sliding_window": sliding_window}, device="cpu")
+    failed = {r.name: r for r in report.results if not r.passed}
+    assert list(failed) == ["random_layouts_and_dtypes"], report.as_text()
+    message = failed["random_layouts_and_dtypes"].message
+    assert "generated calls failed; this is the smallest failing call found" in message
+    assert "one row short" in message
+    assert "storage offset 257" in message and "length 1 " in message  # the smallest: x of one element

@@ -1,7 +1,11 @@
 """contiguous_strides(shape) -> the strides of a new C-ordered tensor of that shape, in pure Python.
 
 Every check sends shapes of every Sequence type the specification allows (tuples, lists, ranges,
-torch.Size), collects every answer, then reports the first wrong one. A likely cause is named only when
+torch.Size), collects every answer, then reports the first wrong one. After its hand-written shapes, each
+check draws shapes from its part of the specification's domain (``generate_shape``: every Sequence type, 0 to 14
+dims, sizes 0, 1, small, past 256 and past 2**31, products past 2**31, 2**32, 2**53 and near 2**62) and sends
+them in one request; the judge compares each answer with torch's strides and reports the smallest failing shape,
+shrunk further (one dim fewer, a smaller size, the same Sequence type). A likely cause is named only when
 one known wrong rule explains *every* answer the check collected (and the right rule does not).
 """
 
@@ -17,21 +21,24 @@ from typing import Any
 
 import torch
 
+from graders import domain
 from graders.compare import show, type_name
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 from graders.watch import torch_calls
 
 CONTIGUOUS_STRIDES = exercise("contiguous_strides", chapter="01_tensors", names=["contiguous_strides"])
 
 
+@judge_only
 def _torch_strides(shape) -> tuple[int, ...]:
     return _torch_strides_of(tuple(shape))
 
 
-@functools.lru_cache(maxsize=4096)
+@judge_only
+@functools.lru_cache(maxsize=8192)
 def _torch_strides_of(shape: tuple[int, ...]) -> tuple[int, ...]:
     # The meta device lays out strides exactly like a real allocation, without allocating; strides do
     # not depend on the dtype, and one-byte elements keep even a huge shape's byte count representable.
@@ -160,7 +167,7 @@ def _strides_of_each(student: RunnerStudent, shapes: list) -> list:
     return seen
 
 
-def _ask(student: Submission, shapes: list, *, batch: bool = False) -> list[_Answer]:
+def _ask(student: Submission, shapes: list, *, batch: bool = False, label: str | None = None) -> list[_Answer]:
     """Every shape's answer. One request per shape (so an endless loop is pinned on its shape), or one
     request for all of them (``batch``: many random shapes)."""
     answers = []
@@ -168,7 +175,8 @@ def _ask(student: Submission, shapes: list, *, batch: bool = False) -> list[_Ans
         try:
             seen = student.scenario(_strides_of_each, list(shapes))
         except StudentCodeError as exc:  # it never came back: an endless loop or a crash on one of them
-            raise exc.within(f"contiguous_strides on one of the shapes {', '.join(map(repr, shapes))}") from None
+            raise exc.within(label or f"contiguous_strides on one of the shapes {', '.join(map(repr, shapes))}") \
+                from None
         for shape, one in zip(shapes, seen):
             error = StudentError(**one["error"]) if "error" in one else None
             after = one["after"]
@@ -221,7 +229,8 @@ def _type_problem(answer: _Answer, answers: list[_Answer]) -> str | None:
     call = f"contiguous_strides({shape!r}) returned {show(got)}"
     if got is None:
         return (f"contiguous_strides({shape!r}) returned None: the function must return the tuple of strides "
-                "(likely cause: no return statement on this path)")
+                "(None is what a function returns when it ends without a return statement, and what in-place list "
+                "methods such as reverse() and sort() return)")
     if type_name(got) == "generator":
         return (f"{call}, a generator; the specification asks for a tuple (likely cause: a generator expression "
                 "(... for ... in ...) in parentheses, or a yield, makes a generator, not a tuple: write "
@@ -268,7 +277,18 @@ def _float_cause(answers: list[_Answer]) -> str | None:
 
 def _expect_strides(student: Submission, shapes: list, what: str, *, batch: bool = False) -> None:
     """Ask for every shape, then report the first wrong answer, naming a cause the answers single out."""
-    answers = _ask(student, shapes, batch=batch)
+    _judge_answers(student, _ask(student, shapes, batch=batch), what)
+
+
+@judge_only
+def _right(answer: _Answer) -> bool:
+    """Whether an answer is exactly what the specification asks for (the judge's one verdict on a case)."""
+    return (answer.error is None and answer.changed_to is None and isinstance(answer.got, tuple)
+            and answer.strides() == _torch_strides(answer.shape))
+
+
+def _judge_answers(student: Submission, answers: list[_Answer], what: str) -> None:
+    """Report the first wrong answer, naming a cause the answers single out."""
     for answer in answers:
         shape, expected = answer.shape, _torch_strides(answer.shape)
         if answer.error is not None:
@@ -276,8 +296,9 @@ def _expect_strides(student: Submission, shapes: list, what: str, *, batch: bool
             if _right_for_tuple(student, shape):
                 fail(f"{error.describe()}\n  likely cause: {_sequence_cause(shape)}")
             if answer.error.exception_type == "ZeroDivisionError" and 0 in tuple(shape):
-                fail(f"{error.describe()}\n  likely cause: a division by a size, which is 0 for a size-0 dim; build "
-                     "the strides by multiplying max(size, 1) from the last dim instead")
+                fail(f"{error.describe()}\n  likely cause: a division by a size (or by a product of sizes, or a % "
+                     "by one), which is 0 for a size-0 dim; build the strides by multiplying max(size, 1) from the "
+                     "last dim instead")
             raise error
         problem = _type_problem(answer, answers)
         if problem:
@@ -318,13 +339,138 @@ SHAPES: dict[str, list] = {
 }
 
 
-def _random_shapes() -> list:
-    rng = random.Random(5)
-    shapes: list = []
-    for _ in range(40):
-        shape = tuple(rng.choice([0, 1, 1, 2, 3, 5, 7, 300]) for _ in range(rng.randint(0, 6)))
-        shapes.append(rng.choice([list, tuple, tuple, torch.Size])(shape))
-    return shapes
+# ==================================================================================================
+# The input domain: every shape the specification allows ("every shape, including (), dims of size 1 and dims
+# of size 0", given as any Sequence[int]: a tuple, a list, a range, torch.Size)
+# ==================================================================================================
+KINDS = ("tuple", "list", "torch.Size", "range")
+LARGEST = 2**62  # torch.empty(shape) needs numel (counting a 0 as 1) below 2**63: strides stay int64
+# Size classes besides 0 and 1 (the special dims): small, past the 256 ints Python caches, and huge (past 2**16,
+# around 2**31 and past 2**32: sizes and products that overflow 32-bit ints).
+SMALL, PAST_256 = (2, 3, 4, 5, 6, 7), (257, 300, 511, 1000, 4099)
+HUGE = (2**16 + 1, 2**20, 2**31 - 1, 2**31 + 1, 2**32 + 3)
+
+
+def _as_kind(kind: str, sizes: list[int]):
+    return {"tuple": tuple, "list": list, "torch.Size": torch.Size}[kind](sizes)
+
+
+def _range_shape(rng: random.Random) -> range:
+    """A range of non-negative sizes: increasing, decreasing (to 0 or not), of step 1 or more, or empty."""
+    length = domain.small_int(rng, 0, 5)
+    step = domain.pick(rng, [1, 1, 2, 3, -1, -1, -2])
+    if step > 0:
+        start = domain.small_int(rng, 0, 6)
+    else:
+        start = rng.randint((length - 1) * -step, (length - 1) * -step + 4) if length else rng.randint(0, 4)
+    return range(start, start + step * length, step)
+
+
+def _size(rng: random.Random, zeros: bool, ones: bool, big: bool) -> int:
+    classes = ["small"] * 4 + ["zero"] * zeros + ["one"] * (2 if ones else 0) + ["past 256", "huge"] * big
+    chosen = domain.pick(rng, classes)
+    return {"small": lambda: domain.pick(rng, SMALL), "zero": lambda: 0, "one": lambda: 1,
+            "past 256": lambda: domain.pick(rng, PAST_256), "huge": lambda: domain.pick(rng, HUGE)}[chosen]()
+
+
+def generate_shape(rng: random.Random, *, zeros: bool | None = None, ones: bool | None = None, big: bool = True,
+                   kinds: tuple[str, ...] = KINDS) -> Any:
+    """A shape of the specification's domain. ``zeros``/``ones``: True forces at least one size-0/size-1 dim, False
+    leaves them out, None lets chance decide (each is drawn as often as an ordinary size)."""
+    kind = domain.pick(rng, kinds, weights=[{"tuple": 3, "list": 3, "torch.Size": 2, "range": 1}[k] for k in kinds])
+    if kind == "range":
+        for _ in range(50):
+            shape = _range_shape(rng)
+            if (zeros is None or zeros == (0 in shape)) and (ones is None or ones == (1 in shape)):
+                return shape
+        kind = "tuple"
+    ndim = domain.small_int(rng, 0, 8) if rng.random() < 0.9 else rng.randint(9, 14)
+    want_zero, want_one = rng.random() < 0.25 if zeros is None else zeros, rng.random() < 0.5 if ones is None else ones
+    if want_zero or want_one:
+        ndim = max(ndim, 1 + (want_zero and want_one))
+    sizes = [_size(rng, want_zero, want_one, big) for _ in range(ndim)]
+    if want_zero and 0 not in sizes:
+        sizes[rng.randrange(ndim)] = 0
+    if want_one and 1 not in sizes:
+        free = [i for i, n in enumerate(sizes) if n != 0] or [rng.randrange(ndim)]
+        sizes[rng.choice(free)] = 1
+    if big and rng.random() < 0.2:  # products past 32-bit ints, 2**53 (floats) or near the int64 limit
+        target = domain.pick(rng, [2**31, 2**32, 2**53, 2**60])
+        sizes = sizes or [domain.pick(rng, SMALL)]
+        while math.prod(max(n, 1) for n in sizes) < target and len(sizes) < 16:
+            grow = [i for i, n in enumerate(sizes) if n > 1]
+            if grow and rng.random() < 0.5:
+                i = rng.choice(grow)
+                sizes[i] = min(sizes[i] * domain.pick(rng, PAST_256), 2**33)
+            else:
+                sizes.insert(rng.randint(0, len(sizes)), domain.pick(rng, HUGE + PAST_256))
+        ndim = len(sizes)
+    while math.prod(max(n, 1) for n in sizes) >= LARGEST:  # the largest size goes back to a small one
+        largest = max(range(ndim), key=lambda i: sizes[i])
+        sizes[largest] = domain.pick(rng, SMALL)
+    return _as_kind(kind, sizes)
+
+
+def shape_size(shape) -> tuple:
+    """Order of shapes for reporting: fewer dims first, then smaller sizes (a huge size counts as a little more
+    than a small one), so that the first failure a check reports is a small case."""
+    sizes = tuple(shape)
+    return len(sizes), sum(min(n, 1000) + (n > 1000) for n in sizes), sizes
+
+
+def shrink_candidates(shape) -> list:
+    """Smaller shapes of the same Sequence type: one dim fewer, or one size smaller (0, 1, 2 or half of it)."""
+    if isinstance(shape, range):
+        found = [range(shape.start, shape.stop - shape.step, shape.step),
+                 range(shape.start + shape.step, shape.stop, shape.step)]
+        return [r for r in found if len(r) < len(shape)]
+    kind = "torch.Size" if isinstance(shape, torch.Size) else type(shape).__name__
+    sizes = list(shape)
+    found = [sizes[:i] + sizes[i + 1:] for i in range(len(sizes))]
+    for i, n in enumerate(sizes):
+        found += [sizes[:i] + [m] + sizes[i + 1:] for m in dict.fromkeys((0, 1, 2, n // 2)) if m < n]
+    return [_as_kind(kind, f) for f in found]
+
+
+def _in_domain(shape, *, zeros: bool | None = None, ones: bool | None = None, **_: Any) -> bool:
+    return (zeros is None or zeros == (0 in tuple(shape))) and (ones is None or ones == (1 in tuple(shape)))
+
+
+def _random_shapes(count: int = 300, **options: Any) -> list:
+    """``count`` shapes drawn from the domain (scaled by the benchmark), smallest first."""
+    return domain.draw(functools.partial(generate_shape, **options), count, size=shape_size)
+
+
+def _expect_generated(student: Submission, what: str, count: int = 300, **options: Any) -> None:
+    """Generated shapes in one request; the smallest failing one (shrunk further) is reported, with the
+    evidence of every answer for the cause."""
+    shapes = _random_shapes(count, **options)
+    answers = _ask(student, shapes, batch=True,
+                   label=f"contiguous_strides on one of {len(shapes)} generated shapes (from {shapes[0]!r} to "
+                         f"{shapes[-1]!r})")
+    failing = [not _right(a) for a in answers]
+    if not any(failing):
+        return
+    first = domain.smallest(shapes, failing, shape_size)
+
+    def fails(candidates: list) -> list[bool]:
+        try:
+            return [not _right(a) for a in _ask(student, candidates, batch=True)]
+        except StudentCodeError:  # a candidate the runner did not come back from: not a smaller failure to report
+            return [False] * len(candidates)
+
+    def candidates(shape) -> list:  # smaller shapes still inside the check's part of the domain
+        return [c for c in shrink_candidates(shape) if _in_domain(c, **options)]
+
+    shrunk = domain.shrink(first, candidates, fails)
+    drawn = next(a for a in answers if a.shape is first)
+    answer = _ask(student, [shrunk], batch=True)[0] if shrunk is not first else drawn
+    if _right(answer):  # the runner answered otherwise this time: report the failing case as drawn
+        answer = drawn
+    _judge_answers(student, [answer, *answers],
+                   f"{what} ({sum(failing)} of {len(shapes)} generated shapes failed; this is the smallest failing "
+                   "shape found)")
+    fail(f"{what}: contiguous_strides({answer.shape!r}) (a grader error if you read this: please report it)")
 
 
 @CONTIGUOUS_STRIDES.check(points=1)
@@ -335,8 +481,10 @@ def returns_tuple_of_ints(student: Submission, device: torch.device) -> None:
 
 @CONTIGUOUS_STRIDES.check(points=1)
 def ordinary_shapes(student: Submission, device: torch.device) -> None:
-    """Strides of 1-D to 4-D shapes with no size-0 or size-1 dims match torch."""
+    """Strides of shapes with no size-0 or size-1 dims (up to 14-D, sizes past 2**31) match torch."""
     _expect_strides(student, SHAPES["ordinary_shapes"], "wrong strides for an ordinary shape")
+    _expect_generated(student, "wrong strides for a generated shape without size-0 or size-1 dims", 100,
+                      zeros=False, ones=False)
 
 
 @CONTIGUOUS_STRIDES.check(points=1)
@@ -344,20 +492,22 @@ def scalar_and_size_one_dims(student: Submission, device: torch.device) -> None:
     """A 0-d shape () has strides (); size-1 dims get the product of the sizes after them."""
     _expect_strides(student, SHAPES["scalar_and_size_one_dims"],
                     "wrong strides for a scalar shape or one with size-1 dims")
+    _expect_generated(student, "wrong strides for a generated shape with size-1 dims", 100, zeros=False, ones=True)
 
 
 @CONTIGUOUS_STRIDES.check(points=1)
 def size_zero_dims(student: Submission, device: torch.device) -> None:
     """Shapes with a size-0 dim have the strides torch gives them (a 0 counts as 1 in the products)."""
     _expect_strides(student, SHAPES["size_zero_dims"], "wrong strides for a shape with a size-0 dim")
+    _expect_generated(student, "wrong strides for a generated shape with a size-0 dim", 100, zeros=True)
 
 
 @CONTIGUOUS_STRIDES.check(points=1)
 def any_sequence_and_random_shapes(student: Submission, device: torch.device) -> None:
-    """Lists, tuples, ranges and torch.Size are accepted; random shapes up to 6-D match torch."""
+    """Lists, tuples, ranges and torch.Size are accepted; generated shapes of every kind match torch."""
     _expect_strides(student, SHAPES["any_sequence_and_random_shapes"],
                     "wrong strides for a shape given as a list, range or torch.Size")
-    _expect_strides(student, _random_shapes(), "wrong strides", batch=True)
+    _expect_generated(student, "wrong strides for a generated shape", 250)
 
 
 def _strides_without_tensors(student: RunnerStudent, shape: tuple) -> dict:

@@ -1,14 +1,20 @@
 """is_contiguous(shape, strides) -> PyTorch's contiguity rule, for any sequences of ints.
 
 Every check sends layouts as tuples, lists, ranges and torch.Size, collects every answer, then reports
-the first wrong one. A likely cause is named only when one known wrong rule gives *every* answer the
-check collected (and differs from PyTorch's rule on at least one of them).
+the first wrong one. After its hand-written layouts, each check draws layouts from its part of the
+specification's domain (``generate_layout``: C order edited the way real views are, permuted, sliced, stepped,
+expanded, gapped, Fortran, size-1 noise, random strides; sizes and strides past 256 and 2**31; any Sequence type
+for each; ``generate_mismatch`` for lengths that differ) in one request, and reports the smallest failing one,
+shrunk further. A likely cause is named only when one known wrong rule gives *every* answer the
+check collected (and differs from PyTorch's rule on at least one of them); for a length check, only when
+exactly one catalogued misplaced or partial check raises on exactly the layouts the student's code raised on.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import numbers
 import random
 from collections.abc import Callable
@@ -17,21 +23,24 @@ from typing import Any
 import numpy as np
 import torch
 
+from graders import domain
 from graders.ch01_tensors.contiguous_strides import _torch_strides
 from graders.compare import show, type_name
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 IS_CONTIGUOUS = exercise("is_contiguous", chapter="01_tensors", names=["is_contiguous"])
 
 
+@judge_only
 def _torch_is_contiguous(shape, strides) -> bool:
     return _torch_is_contiguous_of(tuple(shape), tuple(strides))
 
 
-@functools.lru_cache(maxsize=4096)
+@judge_only
+@functools.lru_cache(maxsize=16384)
 def _torch_is_contiguous_of(shape: tuple, strides: tuple) -> bool:
     """Ask PyTorch: a view with this shape and these strides over a storage large enough for it."""
     needed = 1 + sum((size - 1) * stride for size, stride in zip(shape, strides)) if 0 not in shape else 0
@@ -192,11 +201,15 @@ def _type_problem(answer: _Answer, answers: list[_Answer]) -> str | None:
     if answer.answer() is not None:
         return None
     if got is None:
-        cause = "the function ended without a return statement on this path (it returns None)"
-        # When it answers False elsewhere, the missing return is the one for a contiguous layout.
-        if any(a.answer() is False for a in answers) and all(
-                a.answer() is not True for a in answers):
-            cause += ": return True at the end, after the loop"
+        cause = None
+        # When it answers False exactly for the non-contiguous layouts and None for all the others, the missing
+        # return is the one for a contiguous layout.
+        answered = [a for a in answers if a.error is None]
+        if any(a.answer() is False for a in answered) and all(
+                (a.got is None) if _torch_is_contiguous(a.shape, a.strides) else (a.answer() is False)
+                for a in answered):
+            cause = ("it answers False for some layouts and None for every layout it should call contiguous: "
+                     "return True at the end, after the loop")
     elif isinstance(got, torch.Tensor):
         cause = "a tensor is not a bool: return a Python bool (bool(t), or t.item() for a 0-d bool tensor)"
     elif isinstance(got, numbers.Number):
@@ -214,7 +227,18 @@ def _type_problem(answer: _Answer, answers: list[_Answer]) -> str | None:
 
 def _expect_contiguity(student: Submission, layouts: list, what: str, *, batch: bool = False) -> None:
     """Ask for every layout, then report the first wrong answer, naming a cause the answers single out."""
-    answers = _ask(student, layouts, batch=batch)
+    _judge_answers(student, _ask(student, layouts, batch=batch), what)
+
+
+@judge_only
+def _right(answer: _Answer) -> bool:
+    """Whether an answer is exactly what the specification asks for (the judge's one verdict on a case)."""
+    return (answer.error is None and not answer.changed
+            and answer.answer() == _torch_is_contiguous(answer.shape, answer.strides))
+
+
+def _judge_answers(student: Submission, answers: list[_Answer], what: str) -> None:
+    """Report the first wrong answer, naming a cause the answers single out."""
     for answer in answers:
         if answer.error is not None:
             error = StudentCodeError(answer.error, answer.call())
@@ -292,6 +316,7 @@ def contiguous_layouts(student: Submission, device: torch.device) -> None:
     """C-ordered layouts (the strides torch.empty gives) are contiguous."""
     _expect_contiguity(student, LAYOUTS["contiguous_layouts"],
                        "misjudged a C-ordered (contiguous) layout or a near miss")
+    _expect_generated(student, "contiguous", 70, "misjudged a generated C-ordered layout or a near miss")
 
 
 @IS_CONTIGUOUS.check(points=1)
@@ -299,6 +324,9 @@ def non_contiguous_layouts(student: Submission, device: torch.device) -> None:
     """Transposed, permuted, stepped, gapped and expanded (stride 0) layouts are not contiguous."""
     _expect_contiguity(student, LAYOUTS["non_contiguous_layouts"],
                        "misjudged a non-contiguous layout (or a contiguous one next to them)")
+    _expect_generated(student, "non_contiguous", 70,
+                      "misjudged a generated layout (transposed, sliced, stepped, expanded or gapped, or a C-ordered "
+                      "one)")
 
 
 @IS_CONTIGUOUS.check(points=1)
@@ -306,6 +334,7 @@ def size_one_dims_ignored(student: Submission, device: torch.device) -> None:
     """Dims of size 1 are skipped, whatever their stride."""
     _expect_contiguity(student, LAYOUTS["size_one_dims_ignored"],
                        "misjudged a layout with size-1 dims")
+    _expect_generated(student, "size_one", 70, "misjudged a generated layout with size-1 dims")
 
 
 @IS_CONTIGUOUS.check(points=1)
@@ -313,80 +342,326 @@ def empty_and_scalar(student: Submission, device: torch.device) -> None:
     """A tensor with no elements is contiguous whatever its strides; a 0-d shape () is contiguous."""
     _expect_contiguity(student, LAYOUTS["empty_and_scalar"],
                        "misjudged an empty or 0-d layout (or a non-empty one next to them)")
+    _expect_generated(student, "empty_and_scalar", 70, "misjudged a generated layout with a size-0 dim")
+
+
+_NO_CHECK = ("no length check: zip() silently stops at the shorter sequence; compare len(shape) and len(strides) "
+             "first")
+_EMPTY_FIRST = ("the shortcut for a tensor with no elements (a size-0 dim) returned before the lengths were compared; "
+                "check len(shape) == len(strides) first, for every input")
+_TOO_LATE = ("the length check comes too late: it raises for some of these layouts, but for others the code returned "
+             "first (a loop over zip(...) can return False before reaching the check); compare len(shape) and "
+             "len(strides) before anything else")
+_ONE_WAY = ("the length check catches only {longer} longer than {shorter}: it raises exactly when len({longer}) > "
+            "len({shorter}); the lengths must be equal, so test len(shape) != len(strides)")
+
+
+def _walk_reaches_the_end(shape: tuple, strides: tuple) -> bool:
+    """Whether the walk over zip(reversed(shape), reversed(strides)) ends without returning False."""
+    expected = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+# Where a misplaced or partial length check still raises: (cause, mismatched (shape, strides) -> raises?). A cause
+# is named when exactly one of them raises on the very layouts the student's code raised on (and only on those).
+_MISMATCH_MISTAKES: list[tuple[str, Callable[[tuple, tuple], bool]]] = [
+    (_NO_CHECK, lambda shape, strides: False),
+    (_EMPTY_FIRST, lambda shape, strides: 0 not in shape),
+    (_TOO_LATE, lambda shape, strides: 0 not in shape and _walk_reaches_the_end(shape, strides)),
+    (_TOO_LATE, _walk_reaches_the_end),
+    (_ONE_WAY.format(longer="shape", shorter="strides"), lambda shape, strides: len(shape) > len(strides)),
+    (_ONE_WAY.format(longer="strides", shorter="shape"), lambda shape, strides: len(strides) > len(shape)),
+]
+
+
+def _mismatch_cause(outcomes: list) -> str | None:
+    """The one catalogued misplaced or partial length check that raises on exactly the mismatched layouts where the
+    student's code raised (anything), if exactly one does."""
+    raised = [error is not None for _, _, _, _, error in outcomes]
+    fitting = {cause for cause, raises in _MISMATCH_MISTAKES
+               if all(raises(tuple(shape), tuple(strides)) == r
+                      for (_, shape, strides, _, _), r in zip(outcomes, raised))}
+    return fitting.pop() if len(fitting) == 1 else None
+
+
+def _mismatch_outcomes(student: Submission, layouts: list, *, batch: bool = False) -> list:
+    """(call, shape, strides, what came back, the error) of each mismatched layout."""
+    outcomes = []
+    if batch:
+        try:
+            seen = student.scenario(_contiguity_of_each, list(layouts))
+        except StudentCodeError as exc:
+            raise exc.within(f"is_contiguous on {len(layouts)} generated layouts whose lengths differ") from None
+        for (shape, strides), one in zip(layouts, seen):
+            error = StudentError(**one["error"]) if "error" in one else None
+            outcomes.append((_Answer(shape, strides).call(), shape, strides, one.get("got"), error))
+        return outcomes
+    for shape, strides in layouts:
+        call = _Answer(shape, strides).call()
+        try:
+            outcomes.append((call, shape, strides, student.call("is_contiguous", shape, strides), None))
+        except StudentCodeError as exc:
+            if exc.error.kind != "raised":
+                raise exc.within(call) from None
+            outcomes.append((call, shape, strides, None, exc.error))
+    return outcomes
+
+
+def _judge_mismatches(outcomes: list, note: str = "") -> None:
+    """Every mismatched layout must raise ValueError; report the first that did not."""
+    right = [error is not None and error.is_instance(ValueError) for _, _, _, _, error in outcomes]
+    for (call, shape, strides, got, error), ok in zip(outcomes, right):
+        if ok:
+            continue
+        lengths = f"the lengths differ ({len(shape)} and {len(strides)})"
+        if error is None:
+            cause = _mismatch_cause(outcomes)
+            shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else show(got)
+            raised = sum(1 for e in right if e)
+            seen = f"; it raised ValueError for {raised} of the {len(outcomes)} layouts whose lengths differ"
+            fail(f"{call} returned {shown}; it must raise ValueError because {lengths}"
+                 + (f" (likely cause: {cause})" if cause else seen) + note)
+        cause = ("assert raises AssertionError; raise ValueError(...) instead"
+                 if error.exception_type == "AssertionError"
+                 else "the specification asks for ValueError; raise ValueError(...) there")
+        fail(f"{call} must raise ValueError because {lengths}, but it {error.describe()}\n"
+             f"  likely cause: {cause}{note}")
 
 
 @IS_CONTIGUOUS.check(points=1)
 def length_mismatch_raises(student: Submission, device: torch.device) -> None:
     """ValueError when shape and strides have different lengths."""
-    outcomes = []
-    for shape, strides in LENGTH_MISMATCHES:
-        call = _Answer(shape, strides).call()
-        try:
-            outcomes.append((call, shape, student.call("is_contiguous", shape, strides), None))
-        except StudentCodeError as exc:
-            if exc.error.kind != "raised":
-                raise exc.within(call) from None
-            outcomes.append((call, shape, None, exc.error))
-    right = [error is not None and error.is_instance(ValueError) for _, _, _, error in outcomes]
-    for (call, shape, got, error), ok in zip(outcomes, right):
-        if ok:
-            continue
-        if error is None:
-            if 0 in shape and all(r for r, (_, s, _, _) in zip(right, outcomes) if 0 not in s):
-                cause = ("the shortcut for a tensor with no elements (a size-0 dim) returned before the lengths were "
-                         "compared; check len(shape) == len(strides) first, for every input")
-            elif any(right):
-                cause = ("the length check comes too late: it raises for some of these layouts, but for this one "
-                         "the code returned first (a loop over zip(...) can return False before reaching the check); "
-                         "compare len(shape) and len(strides) before anything else")
-            else:
-                cause = ("no length check: zip() silently stops at the shorter sequence; compare len(shape) and "
-                         "len(strides) first")
-            shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else show(got)
-            fail(f"{call} returned {shown}; it must raise ValueError because the lengths differ "
-                 f"(likely cause: {cause})")
-        cause = ("assert raises AssertionError; raise ValueError(...) instead"
-                 if error.exception_type == "AssertionError"
-                 else "the specification asks for ValueError; raise ValueError(...) there")
-        fail(f"{call} must raise ValueError because the lengths differ, but it {error.describe()}\n"
-             f"  likely cause: {cause}")
+    _judge_mismatches(_mismatch_outcomes(student, LENGTH_MISMATCHES))
+    layouts = domain.draw(generate_mismatch, 100, size=layout_size)
+    outcomes = _mismatch_outcomes(student, layouts, batch=True)
+    failing = [not (error is not None and error.is_instance(ValueError)) for *_, error in outcomes]
+    if any(failing):
+        first = domain.smallest(outcomes, failing, lambda outcome: layout_size(outcome[1:3]))
+        _judge_mismatches([first, *outcomes], f"\n  ({sum(failing)} of {len(layouts)} generated layouts whose "
+                                             "lengths differ failed; this is the smallest of them)")
     # Equal lengths must not raise, and get the right answer (raising every time is not the rule either).
     _expect_contiguity(student, LAYOUTS["length_mismatch_raises"], "misjudged a layout whose lengths agree")
 
 
-def _random_layout(rng: random.Random) -> tuple:
-    ndim = rng.randint(0, 5)
-    shape = [rng.choice([1, 1, 2, 3, 4]) for _ in range(ndim)]
-    if ndim and rng.random() < 0.1:
-        shape[rng.randrange(ndim)] = 0
-    strides = list(_torch_strides(shape))
-    kind = rng.choice(["as_is", "permute", "step", "expand", "size1_noise", "gap"])
-    if kind == "permute" and ndim >= 2:
+# ==================================================================================================
+# The input domain: any shape and strides (any Sequence[int]: tuple, list, range, torch.Size) of a view that
+# as_strided can make (strides >= 0), and shape and strides of different lengths
+# ==================================================================================================
+KINDS = ("tuple", "list", "torch.Size", "range")
+SMALL, PAST_256, LARGE = (2, 3, 4, 5), (257, 300, 1000), (2**16 + 1, 2**31 + 1)
+ODD_STRIDES = (0, 1, 2, 3, 7, 256, 257, 1000, 2**31 + 5, 2**32)  # what a size-1 or perturbed dim may hold
+EDITS = ("c order", "size-1 noise", "permute", "one stride off", "expand", "gap", "fortran", "swap two strides",
+         "sliced", "random")
+THEMES = {  # each check's part of the domain: the edits it draws, and the shapes it allows
+    "contiguous": dict(edits=("c order", "c order", "size-1 noise", "one stride off", "sliced")),
+    "non_contiguous": dict(edits=("permute", "one stride off", "expand", "gap", "fortran", "swap two strides",
+                                  "sliced", "c order")),
+    "size_one": dict(ones=True, edits=("size-1 noise", "size-1 noise", "c order", "one stride off", "permute")),
+    "empty_and_scalar": dict(zeros=True),
+    "any": dict(),
+}
+
+
+def _sequence(rng: random.Random, values: list[int], kinds: tuple[str, ...] = KINDS):
+    """``values`` as one of the Sequence types (a range when they make one)."""
+    kind = domain.pick(rng, kinds, weights=[{"tuple": 3, "list": 3, "torch.Size": 1, "range": 2}[k] for k in kinds])
+    return _retype(kind, values) or tuple(values)
+
+
+def _retype(kind: str, values: list[int]):
+    """``values`` as the sequence type ``kind``, or None when they cannot be one (a range needs equal steps)."""
+    if kind == "range":
+        if not values:
+            return range(0)
+        step = values[1] - values[0] if len(values) > 1 else 1
+        if step == 0 or any(b - a != step for a, b in zip(values, values[1:])) or values[0] + step * len(values) < -1:
+            return None
+        return range(values[0], values[0] + step * len(values), step)
+    return {"tuple": tuple, "list": list, "torch.Size": torch.Size}[kind](values)
+
+
+def _kind(value) -> str:
+    return "range" if isinstance(value, range) else "torch.Size" if isinstance(value, torch.Size) else \
+        type(value).__name__
+
+
+def _shape(rng: random.Random, zeros: bool | None, ones: bool | None) -> list[int]:
+    ndim = domain.small_int(rng, 0, 6) if rng.random() < 0.95 else rng.randint(7, 10)
+    want_zero = rng.random() < 0.15 if zeros is None else zeros
+    want_one = rng.random() < 0.5 if ones is None else ones
+    if want_zero or want_one:
+        ndim = max(ndim, 1 + (want_zero and want_one))
+    classes = (["small"] * 6 + ["one"] * (2 * want_one) + ["zero"] * want_zero + ["past 256"]
+               + ["large"] * 2 * (ndim <= 3))
+    sizes = []
+    for _ in range(ndim):
+        chosen = domain.pick(rng, classes)
+        sizes.append({"small": lambda: domain.pick(rng, SMALL), "one": lambda: 1, "zero": lambda: 0,
+                      "past 256": lambda: domain.pick(rng, PAST_256),
+                      "large": lambda: domain.pick(rng, LARGE)}[chosen]())
+    free = list(range(ndim))
+    if want_zero and 0 not in sizes:
+        sizes[i := rng.choice(free)] = 0
+        free.remove(i)
+    if want_one and 1 not in sizes:
+        sizes[rng.choice([i for i in free if sizes[i] != 0] or free)] = 1
+    if not want_zero and rng.random() < 0.08:  # C-ordered strides past 2**31 and 2**32 (32-bit ints overflow)
+        sizes = [domain.pick(rng, SMALL), *[1] * want_one, *domain.pick(rng, [[2**31 + 1], [2**16 + 1, 2**16 + 1]])]
+        ndim = len(sizes)
+    if zeros is False:
+        sizes = [n or 2 for n in sizes]
+    if ones is False:
+        sizes = [2 if n == 1 else n for n in sizes]
+    while math.prod(max(n, 1) for n in sizes) > 2**40:  # the view's storage stays far below 2**63 elements
+        sizes[max(range(ndim), key=lambda i: sizes[i])] = domain.pick(rng, SMALL)
+    return sizes
+
+
+def _edit(rng: random.Random, edit: str, shape: list[int], strides: list[int]) -> tuple[list[int], list[int]]:
+    """One way a real view's layout differs from C order (or none, "c order")."""
+    ndim = len(shape)
+    big = [i for i, n in enumerate(shape) if n != 1]  # dims whose stride matters
+    if edit == "size-1 noise":
+        strides = [domain.pick(rng, ODD_STRIDES + (s,)) if n == 1 else s for n, s in zip(shape, strides)]
+    elif edit == "permute" and ndim >= 2:
         order = list(range(ndim))
         rng.shuffle(order)
         shape, strides = [shape[i] for i in order], [strides[i] for i in order]
-    elif kind == "step" and ndim:
-        d = rng.randrange(ndim)
-        strides[d] *= rng.choice([2, 3])
-    elif kind == "expand" and ndim:
-        strides[rng.randrange(ndim)] = 0
-    elif kind == "size1_noise":
-        strides = [rng.randint(0, 50) if size == 1 else s for size, s in zip(shape, strides)]
-    elif kind == "gap" and ndim:
-        strides = [s * 2 for s in strides]
-    if rng.random() < 0.2 and ndim:  # sizes and strides past the small ints Python caches
-        big = rng.choice([257, 300, 1000])
-        shape = [big if size > 1 else size for size in shape]
-        strides = list(_torch_strides(shape)) if kind == "as_is" else strides
-    return rng.choice([list, tuple, tuple])(shape), rng.choice([list, tuple, tuple])(strides)
+    elif edit == "one stride off" and big:
+        i = rng.choice(big)
+        strides[i] = domain.pick(rng, [strides[i] + 1, max(strides[i] - 1, 0), strides[i] * 2, strides[i] * shape[i],
+                                       0, domain.pick(rng, ODD_STRIDES)])
+    elif edit == "expand" and big:
+        for i in rng.sample(big, rng.randint(1, len(big))):
+            strides[i] = 0
+    elif edit == "gap" and ndim:
+        k = domain.pick(rng, [2, 3])
+        strides = [s * k for s in strides]
+    elif edit == "fortran":
+        strides = [math.prod(max(n, 1) for n in shape[:i]) for i in range(ndim)]
+    elif edit == "swap two strides" and ndim >= 2:
+        i, j = rng.sample(range(ndim), 2)
+        strides[i], strides[j] = strides[j], strides[i]
+    elif edit == "sliced" and ndim:  # a slice of a larger C-ordered tensor: x[:, :k] or x[::k]
+        wider = [n + domain.pick(rng, [0, 0, 1, 3]) for n in shape]
+        strides = list(_torch_strides(wider))
+        if rng.random() < 0.3:
+            i = rng.randrange(ndim)
+            strides[i] *= domain.pick(rng, [2, 3])
+    elif edit == "random":
+        strides = [domain.pick(rng, ODD_STRIDES) if rng.random() < 0.3 else rng.randint(0, 40) for _ in shape]
+    return shape, strides
 
 
-def _random_layouts() -> list:
-    rng = random.Random(101)
-    return [_random_layout(rng) for _ in range(200)]
+def generate_layout(rng: random.Random, *, edits: tuple[str, ...] = EDITS, zeros: bool | None = None,
+                    ones: bool | None = None) -> tuple:
+    """A (shape, strides) pair of the domain: a C-ordered layout edited the way real views are (or random
+    strides), each of shape and strides given as any of the Sequence types."""
+    while True:
+        shape = _shape(rng, zeros, ones)
+        shape, strides = _edit(rng, domain.pick(rng, edits), shape, list(_torch_strides(shape)))
+        if 0 in shape or sum((n - 1) * s for n, s in zip(shape, strides)) < 2**60:  # a storage as_strided can have
+            return _sequence(rng, shape), _sequence(rng, strides)
+
+
+def generate_mismatch(rng: random.Random) -> tuple:
+    """A (shape, strides) pair whose lengths differ, combined with the other classes: a size-0 dim, the 0-d shape,
+    size-1 dims, strides whose common part is (or is not) C-ordered, any Sequence types."""
+    shape, strides = generate_layout(rng)
+    shape, strides = list(shape), list(strides)
+    change = domain.pick(rng, ["drop", "add", "empty strides", "empty shape"])
+    if change == "drop" and strides:
+        del strides[rng.choice([0, -1, rng.randrange(len(strides))])]
+    elif change == "empty strides" and shape:
+        strides = []
+    elif change == "empty shape":
+        shape = []
+        strides = strides or [1]
+    else:
+        for _ in range(rng.randint(1, 2)):
+            strides.insert(rng.choice([0, len(strides)]), domain.pick(rng, ODD_STRIDES))
+    if len(shape) == len(strides):
+        strides.append(1)
+    return _sequence(rng, shape), _sequence(rng, strides)
+
+
+def layout_size(layout) -> tuple:
+    """Fewer dims first, then smaller sizes and strides: the first failure a check reports is a small case."""
+    shape, strides = (tuple(v) for v in layout)
+    return (len(shape) + len(strides), sum(min(n, 1000) for n in shape) + sum(min(s, 1000) for s in strides),
+            shape, strides)
+
+
+def shrink_candidates(layout) -> list:
+    """Smaller layouts, each sequence kept as its type: one dim fewer (from both, or from the longer of two
+    different lengths), a size or a stride smaller (0, 1, 2 or half of it)."""
+    shape, strides = layout
+    kinds, values = (_kind(shape), _kind(strides)), (list(shape), list(strides))
+    found = []
+    if len(values[0]) == len(values[1]):
+        found += [(values[0][:i] + values[0][i + 1:], values[1][:i] + values[1][i + 1:]) for i in range(len(values[0]))]
+    else:
+        longer = 0 if len(values[0]) > len(values[1]) else 1
+        for i in range(len(values[longer])):
+            cut = values[longer][:i] + values[longer][i + 1:]
+            if len(cut) != len(values[1 - longer]):
+                found.append((cut, values[1]) if longer == 0 else (values[0], cut))
+    for which in (0, 1):
+        for i, v in enumerate(values[which]):
+            for smaller in dict.fromkeys((0, 1, 2, v // 2)):
+                if smaller < v:
+                    changed = list(values)
+                    changed[which] = values[which][:i] + [smaller] + values[which][i + 1:]
+                    found.append(tuple(changed))
+    typed = [(_retype(kinds[0], a), _retype(kinds[1], b)) for a, b in found]
+    return [t for t in typed if t[0] is not None and t[1] is not None]
+
+
+def _in_theme(layout, *, zeros: bool | None = None, ones: bool | None = None, **_: Any) -> bool:
+    shape = tuple(layout[0])
+    return (zeros is None or zeros == (0 in shape)) and (ones is None or ones == (1 in shape))
+
+
+def _random_layouts(count: int = 400, theme: str = "any") -> list:
+    """``count`` layouts drawn from a check's part of the domain (scaled by the benchmark), smallest first."""
+    return domain.draw(functools.partial(generate_layout, **THEMES[theme]), count, size=layout_size)
+
+
+def _expect_generated(student: Submission, theme: str, count: int, what: str) -> None:
+    """Generated layouts in one request; the smallest failing one (shrunk further, staying in the check's part of
+    the domain) is reported, with every answer as the evidence for a cause."""
+    layouts = _random_layouts(count, theme)
+    answers = _ask(student, layouts, batch=True)
+    failing = [not _right(a) for a in answers]
+    if not any(failing):
+        return
+    first = domain.smallest(layouts, failing, layout_size)
+
+    def fails(candidates: list) -> list[bool]:
+        try:
+            return [not _right(a) for a in _ask(student, candidates, batch=True)]
+        except StudentCodeError:  # a candidate the runner did not come back from: not a smaller failure to report
+            return [False] * len(candidates)
+
+    shrunk = domain.shrink(first, lambda layout: [c for c in shrink_candidates(layout)
+                                                  if _in_theme(c, **THEMES[theme])], fails)
+    drawn = next(a for a, layout in zip(answers, layouts) if layout is first)
+    answer = _ask(student, [shrunk], batch=True)[0] if shrunk is not first else drawn
+    if _right(answer):  # the runner answered otherwise this time: report the failing case as drawn
+        answer = drawn
+    _judge_answers(student, [answer, *answers], f"{what} ({sum(failing)} of {len(layouts)} generated layouts "
+                                                "failed; this is the smallest failing layout found)")
+    fail(f"{what}: {answer.call()} (a grader error if you read this: please report it)")
 
 
 @IS_CONTIGUOUS.check(points=1)
 def random_layouts(student: Submission, device: torch.device) -> None:
-    """Random permuted, stepped, expanded and size-1-padded layouts agree with torch."""
-    _expect_contiguity(student, _random_layouts(), "misjudged a layout", batch=True)
+    """Generated layouts of every kind (C order, permuted, sliced, stepped, expanded, gapped, size-1 noise,
+    random strides; any Sequence types) agree with torch."""
+    _expect_generated(student, "any", 250, "misjudged a generated layout")

@@ -1,8 +1,13 @@
 """sliding_window(x, size, step=1) -> a view of 1-D x whose rows are its windows, built with as_strided.
 
 Inputs cover every layout the specification allows: contiguous, strided (x = base[::k], a column of a
-matrix), with a storage offset, expanded (stride 0), length 1 and long, every dtype. Each result is
-compared with ``x.unfold`` computed in the judge, then checked to be a view: every element must be the
+matrix), with a storage offset, expanded (stride 0), length 1 and long, every dtype. Two checks also draw
+from the specification's domain: ``random_layouts_and_dtypes`` valid calls (``generate_window``: 12 dtypes,
+strides 0, 1, >1 and past 256, offsets past 256, x requiring grad, every relation of size and step to len(x),
+step left out or by name; x is built in the runner from the case, as in the judge) and ``validation``
+invalid ones (``generate_bad_call``: rules broken alone and together), each batch in one request, the smallest
+failing call reported (valid calls shrunk further). Each result is compared with ``x.unfold`` computed in the
+judge, then checked to be a view: every element must be the
 very storage element of x it shows. A likely cause is named only when the evidence singles it out: the
 layout of a wrong result that is a view of x (its own strides and storage offset), or the layout the
 student's code asked ``as_strided`` for when that call failed (recorded in the runner), is compared
@@ -19,11 +24,11 @@ from typing import NoReturn
 import torch
 from torch.overrides import TorchFunctionMode
 
-from graders import wire
+from graders import domain, wire
 from graders.compare import dtype_name, show, show_number, show_tensor, type_name
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 from graders.watch import torch_calls
 from graders.wire import Foreign
@@ -39,7 +44,7 @@ _COPY_CAUSE = ("torch.stack / torch.cat / clone() / contiguous() / reshape() of 
 
 def _layout(x: torch.Tensor) -> str:
     return (f"a 1-D {dtype_name(x.dtype)} tensor of length {len(x)} with stride {x.stride(0)} "
-            f"and storage offset {x.storage_offset()}")
+            f"and storage offset {x.storage_offset()}" + (" that requires grad" if x.requires_grad else ""))
 
 
 def _strided_input(length: int, stride: int, offset: int, device: torch.device, dtype=torch.float32) -> torch.Tensor:
@@ -241,14 +246,22 @@ def _windows_of_each(student: RunnerStudent, cases: list) -> list:
         except StudentRaised as exc:
             seen.append({"error": dataclasses.asdict(exc.error), "x": x})
             continue
-        one = {"got": got, "x": x}
+        seen.append({"got": got, "x": x})
+    try:  # the whole batch at once first (one encoding, as it will travel); case by case only when it fails
+        wire.to_bytes(wire.encode(seen))
+        return seen
+    except Exception:  # noqa: BLE001 - some pair cannot travel: find which
+        pass
+    for index, one in enumerate(seen):
+        if "got" not in one:
+            continue
         try:
             wire.to_bytes(wire.encode(one))
         except Exception as exc:  # noqa: BLE001 - torch.save refused the pair: say what it was instead
-            one = {"unsendable": f"{type(exc).__name__}: {exc}", "x": x,
-                   "dtype": dtype_name(got.dtype) if isinstance(got, torch.Tensor) else None,
-                   "type": type(got).__qualname__}
-        seen.append(one)
+            got = one["got"]
+            seen[index] = {"unsendable": f"{type(exc).__name__}: {exc}", "x": one["x"],
+                           "dtype": dtype_name(got.dtype) if isinstance(got, torch.Tensor) else None,
+                           "type": type(got).__qualname__}
     return seen
 
 
@@ -322,18 +335,20 @@ def _window_cause(x: torch.Tensor, size: int, step: int, got: torch.Tensor, expe
     return matches.pop() if len(matches) == 1 else None
 
 
+@judge_only
 def _judge_window(x: torch.Tensor, size: int, step: int | None, got: object, student_x: torch.Tensor | None,
                   what: str) -> None:
     """Compare with ``x.unfold`` (x is the judge's own copy: the student's code never touched it)."""
-    given = _described(x, size, step)
+    given, shown_x = _described(x, size, step), _layout(x)
+    x = x.detach()  # (the description says whether it requires grad; the values are what is compared)
     step = 1 if step is None else step
     expected = x.unfold(0, size, step)
     if not isinstance(got, torch.Tensor):
         if isinstance(got, Foreign) and type_name(got) == "Tensor":
-            fail(f"sliding_window({_layout(x)}, size={size}, step={step}) returned a tensor that is not a plain "
+            fail(f"sliding_window({shown_x}, size={size}, step={step}) returned a tensor that is not a plain "
                  f"(strided) tensor: {show(got)}; it must return a view of x, as x.as_strided(...) makes")
-        cause = " (likely cause: no return statement)" if got is None else ""
-        fail(f"sliding_window({_layout(x)}, size={size}, step={step}) returned {show(got)}, a {type_name(got)}; "
+        cause = " (None is what a function returns when it ends without a return statement)" if got is None else ""
+        fail(f"sliding_window({shown_x}, size={size}, step={step}) returned {show(got)}, a {type_name(got)}; "
              f"it must return a tensor (one view, not a list of row tensors){cause}")
     if isinstance(student_x, torch.Tensor):
         layout = (tuple(student_x.shape), student_x.stride(), student_x.storage_offset())
@@ -379,13 +394,16 @@ def _memory_of_result(student: RunnerStudent, x: torch.Tensor, size: int, step: 
 
 
 def _expect_view_of(x: torch.Tensor, got: torch.Tensor, size: int, step: int, what: str,
-                    student: Submission | None = None) -> None:
-    """Every element of ``got`` must be the storage element of x that it shows (a view, not a copy)."""
-    given = _described(x, size, step)
+                    student: Submission | None = None, sent: torch.Tensor | None = None) -> None:
+    """Every element of ``got`` must be the storage element of x that it shows (a view, not a copy). ``x`` is the
+    student's x as it came back with ``got``; ``sent`` the x the call was given, when it differs (it came back
+    detached: one that requires grad is asked about as it was sent)."""
+    sent = x if sent is None else sent
+    given = _described(sent, size, step)
     if got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr():
         # Memory shared outside PyTorch's view machinery is lost on the way back: ask in the student's process.
         try:
-            inside = student is not None and student.scenario(_memory_of_result, x, size, step)["inside"]
+            inside = student is not None and student.scenario(_memory_of_result, sent, size, step)["inside"]
         except StudentCodeError:
             inside = False
         if inside:
@@ -486,9 +504,10 @@ def validation(student: Submission, device: torch.device) -> None:
         if raised[label]:
             continue
         cause = None
-        if label == "0-d" and raised["2-D"]:
-            cause = ("len(x), x.stride(0) or x.shape[0] was used before checking x.dim() == 1 (they fail on a 0-d x, "
-                     "while a 2-D x reaches the dim check); check the number of dims first")
+        if label == "0-d" and raised["2-D"] and error is not None:
+            cause = ("on a 0-d x, len(x), x.stride(0) or x.shape[0] raise before any ValueError, while a 2-D x is "
+                     "rejected: they come before the dim check, or the check lets a 0-d x through (x.dim() > 1 does); "
+                     "check the number of dims first, with x.dim() != 1")
         elif label in ("size < 0", "step < 0") and raised[label.replace("< 0", "0")]:
             name = label.split()[0]
             cause = f"the check catches {name} == 0 but not a negative {name}: test {name} < 1"
@@ -497,8 +516,8 @@ def validation(student: Submission, device: torch.device) -> None:
                      "storage: x = base[::2] has 5 elements in a longer storage; compare size with len(x)")
         if error is None:
             shown = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else show(got)
-            likely = cause or "a missing check at the top of the function"
-            fail(f"{call} returned {shown}; it must raise ValueError because {why} (likely cause: {likely})")
+            fail(f"{call} returned {shown}; it must raise ValueError because {why}"
+                 + (f" (likely cause: {cause})" if cause else ""))
         if cause is None:
             cause = ("assert raises AssertionError; raise ValueError(...) instead" if error.exception_type ==
                      "AssertionError" else "the specification asks for ValueError; raise ValueError(...) there")
@@ -506,6 +525,7 @@ def validation(student: Submission, device: torch.device) -> None:
     # Valid arguments next to the invalid ones must not raise: raising every time is not validation.
     _expect_window(student, x, 6, 1, "wrong windows for valid arguments", view=False)
     _expect_window(student, x, 1, 7, "wrong windows for valid arguments", view=False)
+    _expect_generated_errors(student, device, 100)
 
 
 @SLIDING_WINDOW.check(points=1)
@@ -555,22 +575,282 @@ def does_not_call_unfold(student: Submission, device: torch.device) -> None:
              "x.as_strided(size, stride, storage_offset)")
 
 
+# ==================================================================================================
+# The input domain: "a 1-D tensor x of any stride and storage offset" (and any dtype, length, requires_grad), any
+# valid size and step (1 <= size <= len(x), step >= 1, step left out or passed by name), and every invalid call
+# ==================================================================================================
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+          torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)
+CALLS = ("positional", "step left out", "by name")
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """One call: x = every ``stride``-th element of a storage from ``offset`` (stride 0: one element expanded)."""
+    length: int
+    stride: int
+    offset: int
+    dtype: torch.dtype
+    size: int
+    step: int
+    call: str = "positional"
+    requires_grad: bool = False
+
+    @property
+    def given_step(self) -> int | None:
+        return None if self.call == "step left out" else self.step
+
+    def valid(self) -> bool:
+        return 1 <= self.size <= self.length and self.step >= 1 and self.stride >= 0 and self.offset >= 0 and (
+            self.call != "step left out" or self.step == 1) and (
+            not self.requires_grad or self.dtype.is_floating_point or self.dtype.is_complex)
+
+
+def window_input(case: Window, device: torch.device) -> torch.Tensor:
+    """The x of a case, built the same way in the judge every time."""
+    if case.stride == 0:
+        x = _expanded_input(case.length, case.offset, device, case.dtype)
+    else:
+        x = _strided_input(case.length, case.stride, case.offset, device, case.dtype)
+    return x.detach().requires_grad_() if case.requires_grad else x
+
+
+def generate_window(rng: random.Random) -> Window:
+    """A valid call of the domain, with the relations between length, size and step no fixed input has: size ==
+    len(x), size 1, step 1, step == size (tiling), step > size (skipping), step > len(x) (one window), windows that
+    end exactly at the end of x or leave a remainder; every dtype; strides 0, 1, >1 and past 256; storage offsets
+    0, small and past 256; step left out or passed by name; x requiring grad."""
+    length = domain.pick(rng, [1, 2, rng.randint(3, 12), rng.randint(3, 12), rng.randint(257, 600)])
+    stride = domain.pick(rng, [0, 1, 1, 2, 3, 5, domain.pick(rng, [257, 300])], weights=[1, 3, 3, 2, 1, 1, 1])
+    if stride > 5:
+        length = min(length, 12)
+    offset = domain.pick(rng, [0, 0, rng.randint(1, 7), domain.pick(rng, [257, 300])])
+    size = domain.pick(rng, [1, length, rng.randint(1, length), rng.randint(1, length), max(1, length - 1)])
+    room = length - size
+    step = domain.pick(rng, [1, 1, size, size + 1, rng.randint(1, length + 2), length + rng.randint(1, 3),
+                             max(room, 1), rng.randint(1, max(room, 1))])
+    call = domain.pick(rng, CALLS, weights=[4, 1, 1]) if step == 1 else domain.pick(rng, ["positional", "by name"],
+                                                                                      weights=[4, 1])
+    dtype = domain.pick(rng, DTYPES)
+    requires_grad = (dtype.is_floating_point or dtype.is_complex) and rng.random() < 0.15
+    return Window(length, stride, offset, dtype, size, step, call, requires_grad)
+
+
+def window_size(case: Window) -> tuple:
+    """Shorter x first, then smaller windows and steps, simpler layouts: the first failure reported is small."""
+    return (case.length, case.size, case.step, case.stride, case.offset, DTYPES.index(case.dtype),
+            CALLS.index(case.call), case.requires_grad)
+
+
+def window_candidates(case: Window) -> list[Window]:
+    """Smaller valid calls: a shorter x, a smaller size, step, stride or offset, float32, step by position."""
+    found = []
+    for length in dict.fromkeys((case.length - 1, case.length // 2, case.size)):
+        found.append(dataclasses.replace(case, length=length, size=min(case.size, max(length, 1))))
+    found += [dataclasses.replace(case, size=n) for n in dict.fromkeys((case.size - 1, 1, case.size // 2))]
+    found += [dataclasses.replace(case, step=n) for n in dict.fromkeys((case.step - 1, 1, case.size, case.step // 2))]
+    found += [dataclasses.replace(case, stride=n) for n in dict.fromkeys((1, case.stride - 1, case.stride // 2))]
+    found += [dataclasses.replace(case, offset=n) for n in dict.fromkeys((0, case.offset - 1, case.offset // 2))]
+    found += [dataclasses.replace(case, dtype=torch.float32), dataclasses.replace(case, call="positional"),
+              dataclasses.replace(case, requires_grad=False)]
+    return [c for c in dict.fromkeys(found) if c.valid() and c != case and window_size(c) < window_size(case)]
+
+
+@judge_only
+def _window_right(x: torch.Tensor, case: Window, seen: dict) -> bool:
+    """The judge's one verdict on a valid call: exactly what _judge_window and _expect_view_of accept."""
+    if "got" not in seen or not isinstance(seen["got"], torch.Tensor) or not isinstance(seen["x"], torch.Tensor):
+        return False
+    got, student_x = seen["got"], seen["x"]
+    if ((tuple(student_x.shape), student_x.stride(), student_x.storage_offset())
+            != (tuple(x.shape), x.stride(), x.storage_offset())):
+        return False
+    if student_x.dtype != x.dtype or not torch.equal(student_x, x.detach()):
+        return False
+    expected = x.detach().unfold(0, case.size, case.step)
+    if (tuple(got.shape) != tuple(expected.shape) or got.device != x.device or got.dtype != x.dtype
+            or not torch.equal(got, expected)):
+        return False
+    if got.untyped_storage().data_ptr() != student_x.untyped_storage().data_ptr() or got.dim() != 2:
+        return False
+    # Element [i, j] must be storage element offset + (i * step + j) * stride of x, for every i and j: both sides are
+    # linear in i and j, so they agree on the whole grid when they agree at [0, 0] and in each direction that has
+    # more than one element (what _expect_view_of checks element by element).
+    rows, cols = got.shape
+    s = student_x.stride(0)
+    return (got.storage_offset() == student_x.storage_offset() and (rows == 1 or got.stride(0) == case.step * s)
+            and (cols == 1 or got.stride(1) == s))
+
+
+def _windows_of_cases(student: RunnerStudent, cases: list[Window], device: str) -> list:
+    """In the student's process: build each case's x (as the judge builds its own: sending hundreds of tensors
+    costs more than making them), then what _windows_of_each observes."""
+    return _windows_of_each(student, [(window_input(c, torch.device(device)), c.size, c.given_step,
+                                       c.call == "by name") for c in cases])
+
+
+CHUNK = 100  # calls per request: the results' decoding grows faster than linearly with the size of one message
+
+
+def _observe_windows(student: Submission, cases: list[Window], device: torch.device) -> tuple[list, list]:
+    inputs = [window_input(case, device) for case in cases]
+    try:
+        seen = [one for start in range(0, len(cases), CHUNK)
+                for one in student.scenario(_windows_of_cases, cases[start:start + CHUNK], str(device))]
+    except StudentCodeError as exc:
+        if len(cases) == 1:
+            raise exc.within(_call_text(inputs[0], cases[0].size, cases[0].given_step, cases[0].call == "by name")) \
+                from None
+        raise exc.within(f"sliding_window on {len(cases)} generated inputs") from None
+    return inputs, seen
+
+
+def _expect_generated_windows(student: Submission, device: torch.device, count: int) -> None:
+    """Generated valid calls in one request; the smallest failing one (shrunk further) is judged in full."""
+    cases = domain.draw(generate_window, count, size=window_size)
+    inputs, seen = _observe_windows(student, cases, device)
+    failing = [not _window_right(x, c, one) for x, c, one in zip(inputs, cases, seen)]
+    if not any(failing):
+        return
+    first = domain.smallest(cases, failing, window_size)
+
+    def fails(candidates: list[Window]) -> list[bool]:
+        try:
+            xs, observed = _observe_windows(student, candidates, device)
+        except StudentCodeError:  # a candidate the runner did not come back from: not a smaller failure to report
+            return [False] * len(candidates)
+        return [not _window_right(x, c, one) for x, c, one in zip(xs, candidates, observed)]
+
+    shrunk = domain.shrink(first, window_candidates, fails)
+    (x,), (one,) = _observe_windows(student, [shrunk], device)
+    if _window_right(x, shrunk, one):  # the runner answered otherwise this time: judge the case as drawn
+        shrunk, x, one = first, inputs[cases.index(first)], seen[cases.index(first)]
+    note = f"({sum(failing)} of {len(cases)} generated calls failed; this is the smallest failing call found)"
+    got, student_x = _result_of(student, x, shrunk.size, shrunk.given_step, shrunk.call == "by name", one)
+    _judge_window(x, shrunk.size, shrunk.given_step, got, student_x, f"wrong windows for a generated input {note}")
+    _expect_view_of(student_x, got, shrunk.size, shrunk.step,
+                    f"the result must be a view of x (sharing its storage) {note}", student, sent=x)
+    what = f"wrong windows for a generated input {note}"
+    fail(f"{what}: {_call_text(x, shrunk.size, shrunk.given_step, shrunk.call == 'by name')} (a grader error if you "
+         "read this: please report it)")
+
+
+@dataclasses.dataclass(frozen=True)
+class BadCall:
+    """An invalid call: x of ``shape`` (1-D: every ``stride``-th element of a storage from ``offset``)."""
+    shape: tuple[int, ...]
+    stride: int
+    offset: int
+    size: int
+    step: int
+    call: str = "positional"
+
+    def reasons(self) -> list[str]:
+        """Every sentence of the specification this call breaks."""
+        found = []
+        if len(self.shape) != 1:
+            found.append(f"x is {len(self.shape)}-D" + (f" (of shape {self.shape})" if self.shape else ""))
+        if self.size < 1:
+            found.append("size is 0" if self.size == 0 else "size is negative")
+        if self.step < 1:
+            found.append("step is 0" if self.step == 0 else "step is negative")
+        if len(self.shape) == 1 and self.size > self.shape[0]:
+            found.append(f"size is larger than len(x) = {self.shape[0]}")
+        return found
+
+
+def bad_call_input(case: BadCall, device: torch.device) -> torch.Tensor:
+    if len(case.shape) == 1:
+        return _strided_input(case.shape[0], case.stride, case.offset, device)
+    return (torch.arange(max(1, torch.Size(case.shape).numel()), dtype=torch.float32)[:torch.Size(case.shape).numel()]
+            .reshape(case.shape).to(device))
+
+
+def generate_bad_call(rng: random.Random) -> BadCall:
+    """An invalid call breaking one or more of the rules at once: x 0-D, 2-D (also (1, n) and (n, 1)) or 3-D,
+    size 0 or negative, step 0 or negative, size larger than len(x) (also for an empty x, and for a strided x
+    whose storage holds more elements than len(x))."""
+    broken = [r for r in ("dims", "size", "step", "length") if rng.random() < 0.35] or [
+        domain.pick(rng, ["dims", "size", "step", "length"])]
+    if "dims" in broken:
+        shape = domain.pick(rng, [(), (2, 3), (1, rng.randint(1, 6)), (rng.randint(1, 6), 1), (2, 2, 2), (0, 3)])
+        broken = [r for r in broken if r != "length"] or ["dims"]
+    else:
+        shape = (domain.pick(rng, [0, 1, rng.randint(2, 10), rng.randint(257, 300)]),)
+    length = shape[0] if len(shape) == 1 else 3
+    stride, offset = domain.pick(rng, [1, 1, 2, 3]), domain.pick(rng, [0, 0, 2, 5])
+    if "length" in broken:
+        size = length + domain.pick(rng, [1, 1, 2, max(length, 1)])
+    elif "size" in broken:
+        size = domain.pick(rng, [0, 0, -1, -2, -257])
+    else:
+        size = rng.randint(1, max(1, min(length, 6)))
+    if "size" in broken and "length" in broken:
+        size = domain.pick(rng, [0, -1])
+    step = domain.pick(rng, [0, 0, -1, -3]) if "step" in broken else domain.pick(rng, [1, 1, 2, 7])
+    call = domain.pick(rng, ["positional", "by name"] + ["step left out"] * (step == 1))
+    return BadCall(shape, stride, offset, size, step, call)
+
+
+def bad_call_size(case: BadCall) -> tuple:
+    return (len(case.shape) != 1, torch.Size(case.shape).numel(), abs(case.size), abs(case.step), case.stride,
+            case.offset)
+
+
+def _bad_calls_of_each(student: RunnerStudent, cases: list[BadCall], device: str) -> list:
+    """In the student's process: each invalid call; the error raised, or the type (and shape) of what came back."""
+    seen = []
+    for case in cases:
+        x = bad_call_input(case, torch.device(device))
+        try:
+            if case.call == "by name":
+                got = student.call("sliding_window", x, size=case.size, step=case.step)
+            else:
+                got = student.call("sliding_window", *((x, case.size) if case.call == "step left out" else
+                                                       (x, case.size, case.step)))
+        except StudentRaised as exc:
+            seen.append({"error": dataclasses.asdict(exc.error)})
+            continue
+        seen.append({"type": type(got).__qualname__,
+                     "shape": tuple(got.shape) if isinstance(got, torch.Tensor) else None})
+    return seen
+
+
+def _bad_call_text(case: BadCall, device: torch.device) -> str:
+    x = bad_call_input(case, device)
+    shown_x = _layout(x) if x.dim() == 1 else f"a tensor of shape {tuple(x.shape)}"
+    if case.call == "step left out":
+        return f"sliding_window(x = {shown_x}, size={case.size}) (step left out: its default is 1)"
+    named = ", with size and step passed by name" if case.call == "by name" else ""
+    return f"sliding_window(x = {shown_x}, size={case.size}, step={case.step}){named}"
+
+
+def _expect_generated_errors(student: Submission, device: torch.device, count: int) -> None:
+    """Generated invalid calls in one request: each must raise ValueError; the smallest that does not is reported."""
+    cases = domain.draw(generate_bad_call, count, size=bad_call_size)
+    try:
+        seen = student.scenario(_bad_calls_of_each, cases, str(device))
+    except StudentCodeError as exc:
+        raise exc.within(f"sliding_window on {len(cases)} generated invalid calls") from None
+    right = ["error" in one and StudentError(**one["error"]).is_instance(ValueError) for one in seen]
+    if all(right):
+        return
+    first = domain.smallest(cases, [not r for r in right], bad_call_size)
+    one = seen[cases.index(first)]
+    call, why = _bad_call_text(first, device), " and ".join(first.reasons())
+    note = (f"\n  ({right.count(False)} of {len(cases)} generated invalid calls did not raise ValueError; this is "
+            "the smallest of them)")
+    if "error" not in one:
+        shown = f"a tensor of shape {one['shape']}" if one["shape"] is not None else f"a {one['type']}"
+        fail(f"{call} returned {shown}; it must raise ValueError because {why}{note}")
+    error = StudentError(**one["error"])
+    cause = ("\n  likely cause: assert raises AssertionError; raise ValueError(...) instead"
+             if error.exception_type == "AssertionError" else "")
+    fail(f"{call} must raise ValueError because {why}, but it {error.describe()}{cause}{note}")
+
+
 @SLIDING_WINDOW.check(points=1)
 def random_layouts_and_dtypes(student: Submission, device: torch.device) -> None:
-    """Random lengths, strides, offsets, sizes, steps and dtypes agree with unfold, as views."""
-    rng = random.Random(7)
-    dtypes = [torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool,
-              torch.float16, torch.bfloat16, torch.complex64]
-    cases = []
-    for _ in range(60):
-        length = rng.randint(1, 12) if rng.random() < 0.8 else rng.randint(257, 600)
-        dtype = rng.choice(dtypes)
-        if rng.random() < 0.1:
-            x = _expanded_input(length, rng.randint(0, 5), device, dtype=dtype)
-        else:
-            x = _strided_input(length, rng.randint(1, 4), rng.randint(0, 5), device, dtype=dtype)
-        cases.append((x, rng.randint(1, length), rng.randint(1, length + 1), False))
-    for (x, size, step, _), seen in zip(cases, _observe(student, cases)):
-        got, student_x = _result_of(student, x, size, step, False, seen)
-        _judge_window(x, size, step, got, student_x, "wrong windows")
-        _expect_view_of(student_x, got, size, step, "the result must be a view of x (sharing its storage)", student)
+    """Generated lengths, strides (0, 1, >1), offsets, sizes, steps, dtypes and call forms agree with unfold, as
+    views."""
+    _expect_generated_windows(student, device, 150)
