@@ -169,3 +169,129 @@ def test_odd_answers_fail_without_grader_errors(norm_class, device):
     report = grade({"RunningNorm": norm_class}, device=device)
     assert not report.grader_errors, report.as_text()
     assert not report.passed, report.as_text()
+
+
+# -- the generated domain (issue 32): each class the spec allows is drawn ---------------------------
+from graders import domain  # noqa: E402
+from graders.ch03_modules import running_norm as norm_grader  # noqa: E402
+
+
+def _draw_runs(count=500):
+    import random
+
+    random.seed(2024)  # what judge.run_checks does before a check
+    return domain.draw(norm_grader.norm_run, count)
+
+
+RUNS = _draw_runs()
+STEPS = [(run, step) for run in RUNS for step in run.steps]
+
+
+@pytest.mark.parametrize("name, holds", [
+    ("momentum=None", lambda r: r.momentum is None),
+    ("momentum 0", lambda r: r.momentum == 0.0),
+    ("momentum 1", lambda r: r.momentum == 1.0),
+    ("momentum strictly between 0 and 1, not 0.1", lambda r: r.momentum is not None and 0 < r.momentum < 1
+     and r.momentum != 0.1),
+    ("eps far below the default", lambda r: r.eps < 1e-6),
+    ("eps near 1", lambda r: r.eps > 0.1),
+    ("momentum and eps by position", lambda r: len(r.args) == 3),
+    ("momentum alone by position", lambda r: len(r.args) == 2),
+    ("num_features by keyword", lambda r: "num_features" in r.kwargs),
+    ("one feature", lambda r: r.features == 1),
+    ("wide (60+ features)", lambda r: r.features >= 60),
+    ("float32 (no .double())", lambda r: not r.double),
+    ("float64", lambda r: r.double),
+    ("eval mode first (the initial buffers)", lambda r: r.steps[0].kind == "eval"),
+    ("load_state_dict, then training", lambda r: any(a.kind == "load" and b.kind == "train"
+                                                     for a, b in zip(r.steps, r.steps[1:]))),
+    ("eval, then training again", lambda r: any(a.kind == "eval" and b.kind == "train"
+                                                for a, b in zip(r.steps, r.steps[1:]))),
+    ("momentum=None continuing after load_state_dict", lambda r: r.momentum is None and any(
+        a.kind == "load" and b.kind == "train" for a, b in zip(r.steps, r.steps[1:]))),
+    ("6 steps", lambda r: len(r.steps) == 6),
+])
+def test_generated_runs_cover(name, holds):
+    assert any(holds(r) for r in RUNS), name
+    assert not all(holds(r) for r in RUNS), name
+
+
+def _batch(run, step):
+    return norm_grader.norm_batch(run, step)
+
+
+@pytest.mark.parametrize("name, holds", [
+    ("a training batch of 2 (the N / (N - 1) edge)", lambda r, s: s.kind == "train" and s.n == 2),
+    ("a training batch above 40", lambda r, s: s.kind == "train" and s.n > 40),
+    ("an eval batch of 1", lambda r, s: s.kind == "eval" and s.n == 1),
+    ("an empty eval batch", lambda r, s: s.kind == "eval" and s.n == 0),
+    ("transposed", lambda r, s: s.kind != "load" and s.n > 1 and r.features > 1 and not _batch(r, s).is_contiguous()
+     and _batch(r, s).stride()[0] == 1),
+    ("every other element", lambda r, s: s.kind != "load" and s.n > 0 and _batch(r, s).stride()[-1] == 2),
+    ("a storage offset", lambda r, s: s.kind != "load" and _batch(r, s).storage_offset() > 0),
+    ("expanded rows: a zero variance", lambda r, s: s.kind == "train" and _batch(r, s).stride()[0] == 0),
+    ("a feature whose variance is far below eps", lambda r, s: s.kind == "train" and bool(
+        (_batch(r, s).double().var(0) < 1e-3 * r.eps).any())),
+    ("x requires grad", lambda r, s: s.grad == "requires_grad" and s.kind != "load"),
+    ("backward through the output", lambda r, s: s.grad == "backward" and s.kind == "train"),
+    ("backward in eval mode", lambda r, s: s.grad == "backward" and s.kind == "eval"),
+    ("a loaded count past 256", lambda r, s: s.kind == "load" and int(
+        norm_grader.norm_state(r, s)["num_batches_tracked"]) > 256),
+])
+def test_generated_steps_cover(name, holds):
+    assert any(holds(r, s) for r, s in STEPS), name
+
+
+def test_the_mistake_free_simulation_is_batchnorm():
+    """The judge's model of catalogued mistakes, with none, takes every step exactly as nn.BatchNorm1d."""
+    for run in RUNS[:120]:
+        inputs = {(0, s): norm_grader.norm_state(run, st) if st.kind == "load" else
+                  (norm_grader.norm_batch(run, st), norm_grader.norm_upstream(run, st))
+                  for s, st in enumerate(run.steps)}
+        want = norm_grader._norm_trace(run, inputs)
+        got = norm_grader._norm_simulate(run, inputs, "none")
+        for a, b in zip(want, got):
+            if "out" in a:
+                torch.testing.assert_close(b["out"], a["out"], rtol=1e-9, atol=1e-9)
+            for name in ("running_mean", "running_var"):
+                torch.testing.assert_close(b["buffers"][name], a["buffers"][name], rtol=1e-9, atol=1e-12)
+            assert int(b["buffers"]["num_batches_tracked"]) == int(a["buffers"]["num_batches_tracked"])
+
+
+class OwnCounter(reference.RunningNorm):
+    """momentum=None averaged over a Python counter of its own: right until load_state_dict restores a count."""
+
+    def forward(self, x):
+        if self.training and self.momentum is None:
+            self.steps = getattr(self, "steps", 0) + 1
+            with torch.no_grad():
+                self.num_batches_tracked += 1
+                f = 1.0 / self.steps
+                self.running_mean.lerp_(x.mean(0), f)
+                self.running_var.lerp_(x.var(0, unbiased=True), f)
+            return (x - x.mean(0)) / torch.sqrt(x.var(0, unbiased=False) + self.eps)
+        return super().forward(x)
+
+
+def test_generated_runs_reject_a_bug_the_fixed_runs_miss_and_name_its_cause():
+    fixed = [c.name for c in graders.get_exercise("running_norm").checks if c.name != "generated_runs"]
+    assert grade({"RunningNorm": OwnCounter}, fixed).passed
+    (result,) = grade({"RunningNorm": OwnCounter}, ["generated_runs"]).results
+    assert result.status == "failed", result.message
+    assert "the smallest" in result.message and "load_state_dict" in result.message
+    assert "likely cause: the cumulative factor counts the batches this object has seen" in result.message
+
+
+def test_generated_runs_show_the_smallest_failing_run():
+    """Eval mode wrong: every failing run is cut at its first eval step, and the one shown has the fewest steps."""
+
+    class EvalWithoutEps(reference.RunningNorm):
+        def forward(self, x):
+            if not self.training:
+                return (x - self.running_mean) / torch.sqrt(self.running_var)
+            return super().forward(x)
+
+    (result,) = grade({"RunningNorm": EvalWithoutEps}, ["generated_runs"]).results
+    assert result.status == "failed", result.message
+    shown = result.message.split("the smallest:", 1)[1].split("at the last step", 1)[0]
+    assert shown.count("out = m(x)") <= 2 and "eval mode" in shown.splitlines()[-2], result.message

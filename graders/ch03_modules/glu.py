@@ -24,10 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from graders.compare import close, describe_tensor, difference, dtype_name, show, show_number, type_name
+from graders.compare import (close, describe_tensor, difference, dtype_name, one_torch_thread, show, show_number,
+                             type_name)
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 GLU_EXERCISE = exercise("glu", chapter="03_modules", names=["GLU"])
@@ -153,15 +154,16 @@ def check_tensor_output(what: str, given: str, got: Any, expected: torch.Tensor,
         fail_mismatch(what, given=given, expected=f"shape {tuple(expected.shape)}", got=f"shape {tuple(got.shape)}",
                       cause=shape_cause)
     if got.device.type != device.type:
-        fail(f"{what}\n  input: {given}\n  the output is on {got.device.type}, the input on {device.type} (likely "
-             "cause: a tensor created in forward without device=x.device, or a tensor kept as a plain attribute, "
-             "which .to() leaves behind)")
+        fail(f"{what}\n  input: {given}\n  the output is on {got.device.type}, the input on {device.type} (the "
+             "usual ways: a tensor created in forward without device=x.device, or a tensor kept as a plain "
+             "attribute, which .to() leaves behind)")
     if got.dtype != expected.dtype:
         fail_mismatch(what, given=given, expected=f"dtype {dtype_name(expected.dtype)}",
                       got=f"dtype {dtype_name(got.dtype)}",
-                      cause="something in forward does not follow the input's dtype: a tensor created with the "
-                            "default dtype (torch.zeros(n), torch.tensor(...)), an explicit .float(), or a "
-                            "Parameter/buffer that .double() did not convert because it is a plain attribute")
+                      where="something in forward does not follow the input's dtype (the usual ways: a tensor "
+                            "created with the default dtype, torch.zeros(n) or torch.tensor(...), an explicit "
+                            ".float(), or a Parameter/buffer that .double() did not convert because it is a plain "
+                            "attribute)")
     if not close(got, expected, rtol=rtol, atol=atol):
         fail_mismatch(what, given=given, expected=show(expected), got=show(got),
                       where=difference(got, expected, rtol=rtol, atol=atol),
@@ -170,7 +172,9 @@ def check_tensor_output(what: str, given: str, got: Any, expected: torch.Tensor,
 
 
 def first_cause(got: torch.Tensor, candidates, right: torch.Tensor, *, rtol: float, atol: float) -> str | None:
-    """The cause of the first known-wrong result that ``got`` equals (and the right answer does not)."""
+    """The cause of the one known-wrong result that ``got`` equals (and the right answer does not); None when
+    none or several do: two mistakes that give the same output here cannot be told apart by it."""
+    causes = []
     for wrong, cause in candidates:
         try:
             wrong = wrong() if callable(wrong) else wrong
@@ -179,8 +183,8 @@ def first_cause(got: torch.Tensor, candidates, right: torch.Tensor, *, rtol: flo
         if wrong is None:
             continue
         if close(got, wrong, rtol=rtol, atol=atol) and not close(right, wrong, rtol=rtol, atol=atol):
-            return cause
-    return None
+            causes.append(cause)
+    return causes[0] if len(set(causes)) == 1 else None
 
 
 # ==================================================================================================
@@ -854,3 +858,642 @@ def gradients_reach_parameters(student: Submission, device: torch.device) -> Non
                               if isinstance(grads[name], torch.Tensor) else None,
                               cause=None if forward_ok else "the forward output itself is wrong (see "
                                                             f"{'forward_matches_glu' if with_bias else 'no_bias'})")
+
+
+# ==================================================================================================
+# Generated cases (issue 32): GLU's whole domain, drawn per check, observed in the runner, judged here
+# ==================================================================================================
+# What the spec allows, sentence by sentence: any in_features and out_features (equal, in = 2 * out, out above
+# in, 1, larger), bias given or not, by keyword or position (all arguments by keyword too), "any number of
+# leading dims" (none to 4, sizes 0 and 1 among them), any layout of the input (transposed, strided, expanded,
+# offset storage, permuted), values from tiny to saturating, "after .to(device) and .double()" (float32 and
+# float64), in training or eval mode, with and without autograd, several modules alive at once (their calls
+# interleaved), and for gradients: upstream gradients of any values and a .grad already there (it accumulates).
+from graders import domain  # noqa: E402
+
+GEN_LAYOUTS = ("contiguous", "transposed", "every_other", "expanded", "offset", "permuted")
+GEN_VALUES = ("normal", "small", "large", "zeros", "saturating")
+GEN_SCALE = {"normal": 1.0, "small": 1e-3, "large": 1e3, "zeros": 0.0, "saturating": 30.0}
+GEN_FORMS = ("default", "bias_kw_true", "bias_kw_false", "bias_pos_true", "bias_pos_false", "keywords",
+             "keywords_false")
+GEN_RELATIONS = ("free", "equal", "in_twice_out", "out_above_in", "ones", "wide")
+
+
+@dataclasses.dataclass(frozen=True)
+class GluInput:
+    """One input: its leading dims, layout, values, autograd state (plain, requires_grad, under no_grad)."""
+    lead: tuple[int, ...]
+    layout: str
+    values: str
+    grad: str
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GluCase:
+    """One module, how it is built and converted, and the inputs it is given."""
+    in_f: int
+    out_f: int
+    form: str
+    double: bool
+    eval_mode: bool
+    inputs: tuple[GluInput, ...]
+
+    @property
+    def bias(self) -> bool:
+        return not self.form.endswith("false")
+
+    @property
+    def args(self) -> tuple:
+        if self.form.startswith("keywords"):
+            return ()
+        if self.form.startswith("bias_pos"):
+            return (self.in_f, self.out_f, self.bias)
+        return (self.in_f, self.out_f)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        if self.form == "keywords":
+            return {"in_features": self.in_f, "out_features": self.out_f}
+        if self.form == "keywords_false":
+            return {"in_features": self.in_f, "out_features": self.out_f, "bias": False}
+        if self.form.startswith("bias_kw"):
+            return {"bias": self.bias}
+        return {}
+
+    @property
+    def built(self) -> str:
+        return call_text("GLU", self.args, self.kwargs)
+
+    @property
+    def label(self) -> str:
+        return self.built + (".double()" if self.double else "") + (".eval()" if self.eval_mode else "")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return torch.float64 if self.double else torch.float32
+
+
+def glu_sizes(generator: Any) -> tuple[int, int]:
+    """(in_features, out_features), the relations between them no fixed case has included."""
+    relation = domain.pick(generator, GEN_RELATIONS, [5, 1, 1, 1, 1, 1])
+    if relation == "equal":
+        n = domain.small_int(generator, 1, 12)
+        return n, n
+    if relation == "in_twice_out":
+        o = domain.small_int(generator, 1, 6)
+        return 2 * o, o
+    if relation == "out_above_in":
+        i = domain.small_int(generator, 1, 5)
+        return i, i + generator.randint(1, 8)
+    if relation == "ones":
+        return domain.pick(generator, [(1, 1), (1, generator.randint(2, 9)), (generator.randint(2, 9), 1)])
+    if relation == "wide":
+        return generator.randint(30, 130), generator.randint(17, 70)
+    return domain.small_int(generator, 1, 9), domain.small_int(generator, 1, 8)
+
+
+def glu_input(generator: Any, in_f: int, *, wide: bool = False, grads: Sequence[str] = ("plain", "requires_grad",
+              "no_grad"), values: Sequence[str] = GEN_VALUES) -> GluInput:
+    ndim = domain.pick(generator, [0, 1, 2, 3, 4], [2, 4, 3, 2, 1])
+    lead = tuple(domain.small_int(generator, 0, 2 if wide else 4, edge=0.15) for _ in range(ndim))
+    layout = domain.pick(generator, GEN_LAYOUTS, [4, 2, 2, 1, 2, 1])
+    if layout in ("transposed", "expanded") and ndim == 0 or layout == "permuted" and ndim < 2:
+        layout = "offset"
+    value = domain.pick(generator, values, [5, 1, 1, 1, 1][:len(values)])
+    return GluInput(lead, layout, value, domain.pick(generator, grads), generator.getrandbits(31))
+
+
+def glu_case(generator: Any, *, inputs: int = 3, grads: Sequence[str] = ("plain", "requires_grad", "no_grad"),
+             values: Sequence[str] = GEN_VALUES) -> GluCase:
+    in_f, out_f = glu_sizes(generator)
+    wide = in_f * out_f > 400
+    count = generator.randint(1, inputs)
+    return GluCase(in_f, out_f, domain.pick(generator, GEN_FORMS, [3, 1, 2, 1, 1, 1, 1]),
+                   generator.random() < 0.4, generator.random() < 0.3,
+                   tuple(glu_input(generator, in_f, wide=wide, grads=grads, values=values) for _ in range(count)))
+
+
+def glu_input_tensor(spec: GluInput, in_f: int, dtype: torch.dtype) -> torch.Tensor:
+    """The input ``spec`` describes, on the CPU: values drawn from its seed, then laid out as it says."""
+    g = torch.Generator().manual_seed(spec.seed)
+    shape = (*spec.lead, in_f)
+
+    def base(*size: int) -> torch.Tensor:
+        t = torch.randn(*size, generator=g, dtype=dtype)
+        return t.mul_(GEN_SCALE[spec.values])
+
+    if spec.layout == "transposed":
+        return base(*shape[:-2], shape[-1], shape[-2]).transpose(-1, -2)
+    if spec.layout == "every_other":
+        return base(*shape[:-1], 2 * in_f)[..., ::2]
+    if spec.layout == "expanded":
+        return base(1, *shape[1:]).expand(shape)
+    if spec.layout == "offset":
+        return base(math.prod(shape) + 3)[3:].view(shape)
+    if spec.layout == "permuted":
+        return base(*reversed(shape)).permute(*reversed(range(len(shape))))
+    return base(*shape)
+
+
+def _gen_size(pair: tuple[GluCase, GluInput]) -> tuple:
+    case, spec = pair
+    return (math.prod(spec.lead) * case.in_f, case.in_f + case.out_f, len(spec.lead), spec.layout != "contiguous",
+            spec.values != "normal", spec.grad != "plain", case.form != "default", case.double, case.eval_mode)
+
+
+def _gen_call(case: GluCase, spec: GluInput, x: torch.Tensor) -> str:
+    grad = {"plain": "", "requires_grad": ", x.requires_grad_(True)", "no_grad": ", under torch.no_grad()"}[spec.grad]
+    values = {"normal": "torch.randn", "small": "torch.randn * 1e-3", "large": "torch.randn * 1e3",
+              "zeros": "zeros", "saturating": "torch.randn * 30"}[spec.values]
+    return f"m = {case.label}; m(x) with x = {describe_tensor(x)} ({values} values{grad})"
+
+
+@observing
+def _generated_scenario(live: Live, cases: list[GluCase], inputs: list[list[torch.Tensor]],
+                        order: list[tuple[int, int]], device: torch.device,
+                        backward: dict[tuple[int, int], dict[str, Any]] | None = None, first: int = 0) -> None:
+    """Build every case's module first (all alive at once), record its parameters, then call the inputs in
+    ``order`` (interleaving the modules). Each call's output, or what it raised, is recorded on its own. With
+    ``backward``: for each call, preset the parameters' .grad, run (out * r).sum().backward(), record the grads."""
+    modules = []
+    for i, case in enumerate(cases):
+        module = live.build("GLU", case.args, case.kwargs)
+        live.run(f"{case.built}.to({device.type!r})", module.to, device)
+        if case.double:
+            live.run(f"{case.built}.double()", module.double)
+        if case.eval_mode:
+            live.run(f"{case.built}.eval()", module.eval)
+        modules.append((module, *_record_parameters(live, module, str(first + i), case.built, case.in_f)))
+    for i, j in order:
+        module, weight, bias = modules[i]
+        spec, x, key = cases[i].inputs[j], inputs[i][j], f"{first + i}.{j}"
+        try:
+            if spec.grad == "requires_grad" or backward is not None:
+                x.requires_grad_(True)
+            if spec.grad == "no_grad":
+                with torch.no_grad():
+                    out = live.student.run(module, x)
+            else:
+                out = live.student.run(module, x)
+        except StudentRaised as exc:
+            live.seen[f"{key}.error"] = dataclasses.asdict(exc.error)
+            continue
+        live.seen[f"{key}.out"] = snap(out)
+        if backward is None:
+            continue
+        plan = backward[(first + i, j)]
+        if not (isinstance(out, torch.Tensor) and out.requires_grad and out.shape == plan["r"].shape):
+            continue  # the judge says what is wrong with the output
+        for name, value in (("weight", weight), ("bias", bias)):
+            if isinstance(value, torch.Tensor):
+                preset = plan["preset"].get(name)
+                value.grad = (preset.to(device=value.device, dtype=value.dtype)
+                              if isinstance(preset, torch.Tensor) and preset.shape == value.shape else None)
+        try:
+            live.student.run((out * plan["r"].to(device=out.device, dtype=out.dtype)).sum().backward)
+        except StudentRaised as exc:
+            live.seen[f"{key}.error"] = dataclasses.asdict(exc.error)
+            continue
+        for name, value in (("weight", weight), ("bias", bias), ("x", x)):
+            live.seen[f"{key}.{name}.grad"] = snap(value.grad) if isinstance(value, torch.Tensor) else None
+
+
+@judge_only
+def _gen_expected(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """F.glu(F.linear(x, weight, bias), dim=-1) in float64, and each element's tolerance for x's dtype: the
+    rounding a float32 (or float64) dot product of these magnitudes may make, through a and through the gate."""
+    x64, w64 = x.detach().cpu().double().contiguous(), weight.detach().cpu().double()
+    b64 = bias.detach().cpu().double() if bias is not None else None
+    with one_torch_thread():
+        return _gen_expected_values(x64, w64, b64, x.dtype)
+
+
+def _gen_expected_values(x64: torch.Tensor, w64: torch.Tensor, b64: torch.Tensor | None,
+                         dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    h = F.linear(x64, w64, b64)
+    size = F.linear(x64.abs(), w64.abs(), b64.abs() if b64 is not None else None)  # what rounding scales with
+    half = w64.shape[0] // 2
+    a, g = h[..., :half], h[..., half:]
+    unit = torch.finfo(dtype).eps * 4 * (x64.shape[-1] + 4)
+    tolerance = unit * (size[..., :half] + a.abs() * size[..., half:] / 4) + 1e-6 * (unit > 1e-10) + 1e-12
+    out = F.glu(h, dim=-1)
+    return out, tolerance + 1e-4 * (unit > 1e-10) * out.abs()
+
+
+def _within(got: torch.Tensor, expected: torch.Tensor, tolerance: torch.Tensor) -> torch.Tensor:
+    a, b = got.detach().cpu().double(), expected.detach().cpu().double()
+    return ((a - b).abs() <= tolerance) | (a.isnan() & b.isnan()) | (a == b)
+
+
+def _gen_problem(got: Any, expected: torch.Tensor, tolerance: torch.Tensor, dtype: torch.dtype,
+                 device: torch.device) -> str | None:
+    """What is wrong with one output (None: nothing)."""
+    if not isinstance(got, torch.Tensor):
+        return f"forward returned {show(got)}, a {type_name(got)}; it must return a tensor"
+    if tuple(got.shape) != tuple(expected.shape):
+        return f"shape {tuple(got.shape)} instead of {tuple(expected.shape)}"
+    if got.device.type != device.type:
+        return f"the output is on {got.device.type}, the input on {device.type}"
+    if got.dtype != dtype:
+        return f"dtype {dtype_name(got.dtype)} instead of {dtype_name(dtype)} (the input's)"
+    bad = ~_within(got, expected, tolerance)
+    if bool(bad.any()):
+        error = torch.where(bad, (got.detach().cpu().double() - expected).abs().nan_to_num(nan=math.inf),
+                            torch.zeros_like(expected))
+        flat = int(error.reshape(-1).argmax())
+        index = [int(i) for i in torch.unravel_index(torch.tensor(flat), expected.shape)]
+        return (f"{int(bad.sum())} of {expected.numel()} elements differ; the largest difference is at index "
+                f"{index}: expected {show_number(expected.reshape(-1)[flat].item())}, returned "
+                f"{show_number(got.detach().cpu().double().reshape(-1)[flat].item())}")
+    return None
+
+
+RAISES = object()  # a mistake that would raise on this input
+
+
+def _glu_mistakes() -> list[tuple[str, Callable[..., Any]]]:
+    """(cause, what that mistake returns for (x64, w64, b64, out_f, stray_bias)) for the mistakes students
+    make. None: the mistake changes nothing here (it returns the right answer); RAISES: it would raise."""
+
+    def split(h: torch.Tensor, dim: int) -> Any:
+        try:  # exactly what `a, g = h.chunk(2, dim=dim); a * sigmoid(g)` does, errors included
+            a, g = h.chunk(2, dim=dim)
+            return a * torch.sigmoid(g)
+        except (RuntimeError, ValueError, IndexError):
+            return RAISES
+
+    def halves(x, w, b):
+        h = F.linear(x, w, b)
+        o = w.shape[0] // 2
+        return h, h[..., :o], h[..., o:]
+
+    def with_bias(fn):  # a bias mistake applies only where there is a bias
+        return lambda x, w, b, o, s: fn(x, w, b, o) if b is not None else None
+
+    return [
+        ("the halves are swapped: a is the FIRST half of h (h[..., :out_features]) and the gate g, the one that "
+         "goes through sigmoid, is the SECOND", lambda x, w, b, o, s: (lambda h, a, g: g * torch.sigmoid(a))(
+             *halves(x, w, b))),
+        ("h was split into every other feature (interleaved) instead of its first and second halves: use "
+         "h.chunk(2, dim=-1)", lambda x, w, b, o, s: (lambda h: h[..., 0::2] * torch.sigmoid(h[..., 1::2]))(
+             F.linear(x, w, b))),
+        ("the gate uses tanh; GLU gates with sigmoid: a * sigmoid(g)",
+         lambda x, w, b, o, s: (lambda h, a, g: a * torch.tanh(g))(*halves(x, w, b))),
+        ("the gate uses softmax over the features; GLU gates each feature on its own with sigmoid",
+         lambda x, w, b, o, s: (lambda h, a, g: a * torch.softmax(g, dim=-1))(*halves(x, w, b))),
+        ("the gate g must go through sigmoid: the output is a * sigmoid(g), not a * g",
+         lambda x, w, b, o, s: (lambda h, a, g: a * g)(*halves(x, w, b))),
+        ("sigmoid was applied to the product; the output is a * sigmoid(g)",
+         lambda x, w, b, o, s: (lambda h, a, g: torch.sigmoid(a * g))(*halves(x, w, b))),
+        ("sigmoid was applied to both halves; only the gate g goes through sigmoid",
+         lambda x, w, b, o, s: (lambda h, a, g: torch.sigmoid(a) * torch.sigmoid(g))(*halves(x, w, b))),
+        ("the output is silu of the whole h (h * sigmoid(h)); GLU multiplies the first half by sigmoid of the second",
+         lambda x, w, b, o, s: (lambda h: h * torch.sigmoid(h))(F.linear(x, w, b))),
+        ("the bias was not added: h = x @ weight.T + bias",
+         with_bias(lambda x, w, b, o: F.glu(F.linear(x, w), dim=-1))),
+        ("the bias was added to the first half a only; it is added to all 2 * out_features entries",
+         with_bias(lambda x, w, b, o: (lambda h: h[..., :o] * torch.sigmoid(h[..., o:] - b[o:]))(F.linear(x, w, b)))),
+        ("the bias was added to the gate g only; it is added to all 2 * out_features entries",
+         with_bias(lambda x, w, b, o: (lambda h: (h[..., :o] - b[:o]) * torch.sigmoid(h[..., o:]))(
+             F.linear(x, w, b)))),
+        ("the bias was added twice: F.linear(x, weight, bias) (or nn.Linear) already adds it",
+         with_bias(lambda x, w, b, o: F.glu(F.linear(x, w, b) + b, dim=-1))),
+        ("the module was built with bias=False, yet it adds a bias: with bias=False there is no bias at all",
+         lambda x, w, b, o, s: (F.glu(F.linear(x, w, s), dim=-1) if b is None and isinstance(s, torch.Tensor)
+                                and s.shape == (w.shape[0],) else None)),
+        ("the output has 2 * out_features features: h was returned whole (or a and g concatenated)",
+         lambda x, w, b, o, s: F.linear(x, w, b)),
+        ("h was split along dim 0, a batch dim, instead of the LAST dim: h.chunk(2, dim=-1)",
+         lambda x, w, b, o, s: split(F.linear(x, w, b), 0) if x.dim() > 1 else None),
+        ("h was split along dim 1, which is the last dim only for 2-D inputs: split with h.chunk(2, dim=-1)",
+         lambda x, w, b, o, s: split(F.linear(x, w, b), 1) if x.dim() > 2 else RAISES if x.dim() < 2 else None),
+        ("a 1-D input (in_features,) must give a 1-D output (out_features,): a batch dim added with unsqueeze(0) "
+         "(or reshape(1, -1)) was never removed",
+         lambda x, w, b, o, s: F.glu(F.linear(x, w, b), dim=-1).unsqueeze(0) if x.dim() == 1 else None),
+        ("the leading dims were flattened and not restored: reshape the output back to x.shape[:-1] + "
+         "(out_features,)",
+         lambda x, w, b, o, s: F.glu(F.linear(x, w, b), dim=-1).reshape(-1, o) if x.dim() != 2 else None),
+        ("x @ weight (not weight.T): weight has shape (2 * out_features, in_features), so h = x @ weight.T + bias",
+         lambda x, w, b, o, s: F.glu(F.linear(x, w.t(), b), dim=-1) if w.shape[0] == w.shape[1] else RAISES),
+    ]
+
+
+@judge_only
+def _gen_cause(observed: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, Any, Any, torch.Tensor,
+                                    bool]]) -> str | None:
+    """The one catalogued mistake that gives the student's output on every case that returned one, and
+    differs from the right answer on at least one of them; None when no mistake or more than one does."""
+    fitting = []
+    for cause, mistake in _glu_mistakes():
+        explains = False
+        for x, w, b, stray, got, tolerance, failed in observed:
+            x64 = x.detach().cpu().double()
+            try:
+                wrong = mistake(x64, w.detach().cpu().double(), b.detach().cpu().double() if b is not None else None,
+                                w.shape[0] // 2, stray.detach().cpu().double() if isinstance(stray, torch.Tensor)
+                                else None)
+            except RuntimeError:
+                wrong = RAISES
+            if wrong is RAISES:
+                break
+            if wrong is None:
+                if failed:
+                    break
+                continue
+            if not isinstance(got, torch.Tensor) or got.shape != wrong.shape or got.dtype != x.dtype:
+                break
+            if wrong.shape == tolerance.shape:
+                fits = bool(_within(got, wrong, tolerance).all())
+            else:
+                fits = close(got, wrong, rtol=1e-4, atol=1e-5)
+            if not fits:
+                break
+            explains = explains or failed
+        else:
+            if explains:
+                fitting.append(cause)
+    return fitting[0] if len(fitting) == 1 else None
+
+
+def _gen_draw(student: Submission, device: torch.device, count: int, *, backward: bool) -> tuple:
+    """Draw ``count`` cases (modules), build their inputs, run them in one scenario; (cases, inputs, seen)."""
+    if backward:
+        cases = domain.draw(lambda g: glu_case(g, grads=("plain",), values=("normal", "small", "zeros")), count,
+                            size=lambda c: (c.in_f * c.out_f, len(c.inputs)))
+    else:
+        cases = domain.draw(glu_case, count, size=lambda c: (c.in_f * c.out_f, len(c.inputs)))
+    order_rng = domain.rng()
+    inputs = [[glu_input_tensor(spec, case.in_f, case.dtype).to(device) for spec in case.inputs] for case in cases]
+
+    def order(first: int, stop: int) -> list[tuple[int, int]]:
+        pairs = [(i, j) for i in range(stop - first) for j in range(len(cases[first + i].inputs))]
+        order_rng.shuffle(pairs)  # the modules' calls interleaved: one module's state must not reach another
+        return pairs
+
+    plan = None
+    if backward:
+        plan = {}
+        for i, case in enumerate(cases):
+            for j, spec in enumerate(case.inputs):
+                g = torch.Generator().manual_seed(spec.seed + 1)
+                preset = {}
+                if order_rng.random() < 0.5:  # a .grad already there: backward adds to it
+                    preset["weight"] = torch.randn(2 * case.out_f, case.in_f, generator=g, dtype=case.dtype)
+                    preset["bias"] = torch.randn(2 * case.out_f, generator=g, dtype=case.dtype)
+                r = torch.randn(*spec.lead, case.out_f, generator=g, dtype=case.dtype)
+                plan[(i, j)] = {"r": r.to(device), "preset": {k: v.to(device) for k, v in preset.items()}}
+    seen = observe_chunks(student, _generated_scenario, len(cases), lambda a, b: (
+        cases[a:b], inputs[a:b], order(a, b), device, plan, a), hint=_glu_error_hint)
+    return cases, inputs, seen, plan
+
+
+def _gen_raise(seen: Seen, key: str, call: str) -> None:
+    error = StudentError(**seen.data[f"{key}.error"])
+    cause = _glu_error_hint(error, call) if error.kind == "raised" else None
+    if cause:
+        fail(f"{call} failed: {error.describe()}\n  likely cause: {cause}")
+    raise StudentCodeError(error, call)
+
+
+CHUNK = 40  # modules per scenario call: a call stays far below the 3 s after which a runner is lowered to nice 19
+
+
+def observe_chunks(student: Submission, scenario: Callable[..., Any], count: int,
+                   arguments: Callable[[int, int], tuple], *, hint: Hint | None = None, chunk: int = CHUNK) -> Seen:
+    """``scenario(*arguments(first, stop))`` for each chunk [first, stop) of ``count`` items (a scaled-up draw
+    makes several calls, each of the graded size), the observations merged (the first error is kept)."""
+    data: dict[str, Any] = {}
+    for first in range(0, count, chunk):
+        seen = student.scenario(scenario, *arguments(first, min(count, first + chunk)))
+        for key, value in seen.items():
+            if key in ("error", "error_at"):
+                data.setdefault(key, value)
+            else:
+                data[key] = value
+        if "error" in seen:
+            break
+    return Seen(data, hint)
+
+
+def _one_thread(check: Callable[..., None]) -> Callable[..., None]:
+    """Run a check's judging with one torch thread: its tensors are tiny, and on a loaded machine a second
+    thread makes each small float64 product 10-100x slower."""
+
+    @functools.wraps(check)
+    def run(student: Submission, device: torch.device) -> None:
+        with one_torch_thread():
+            check(student, device)
+
+    return run
+
+
+def _judge_outputs(cases: list[GluCase], inputs: list[list[torch.Tensor]], seen: Seen, device: torch.device,
+                   what: str) -> None:
+    """Every recorded output against F.glu on its module's own parameters; on a failure, the smallest failing
+    case, and a cause when exactly one catalogued mistake gives every output that came back."""
+    pairs, observed, failing = [], [], []
+    for i, case in enumerate(cases):
+        weight, bias = _glu_parameters(seen, str(i), case.label, case.in_f, case.out_f, bias=case.bias)
+        for j, spec in enumerate(case.inputs):
+            x, key = inputs[i][j], f"{i}.{j}"
+            pair = (case, spec)
+            pairs.append(pair)
+            if f"{key}.error" in seen:
+                failing.append((pair, key, None))
+                continue
+            got = seen[f"{key}.out"]
+            expected, tolerance = _gen_expected(x, weight, bias)
+            problem = _gen_problem(got, expected, tolerance, x.dtype, device)
+            if problem:
+                failing.append((pair, key, problem))
+            observed.append((x, weight, bias, seen.get(f"{i}.bias"), got, tolerance, problem is not None))
+    if not failing:
+        return
+    (case, spec), key, problem = min(failing, key=lambda f: _gen_size(f[0]))
+    i, j = cases.index(case), case.inputs.index(spec)
+    x = inputs[i][j]
+    call = _gen_call(case, spec, x)
+    if problem is None:
+        _gen_raise(seen, key, call)
+    weight, bias = _glu_parameters(seen, str(i), case.label, case.in_f, case.out_f, bias=case.bias)
+    expected, _ = _gen_expected(x, weight, bias)
+    fail_mismatch(f"{what}: forward differs from F.glu(x @ weight.T + bias, dim=-1) on {len(failing)} of "
+                  f"{len(pairs)} generated cases; the smallest is shown", given=call,
+                  expected=show(expected.to(x.dtype)), got=show(seen[f"{key}.out"]), where=problem,
+                  cause=_gen_cause(observed))
+
+
+@GLU_EXERCISE.check(points=1)
+@_one_thread
+def generated_forward(student: Submission, device: torch.device) -> None:
+    """Generated cases over the whole domain (sizes and their relations, bias forms, up to 4 leading dims of
+    any size and layout, tiny to saturating values, float32/float64, eval mode, no_grad, several modules at
+    once): every output is F.glu(x @ weight.T + bias, dim=-1) on the module's own parameters."""
+    cases, inputs, seen, _ = _gen_draw(student, device, 40, backward=False)
+    _judge_outputs(cases, inputs, seen, device, "generated modules and inputs")
+
+
+@GLU_EXERCISE.check(points=1)
+@_one_thread
+def generated_gradients(student: Submission, device: torch.device) -> None:
+    """Generated cases (as generated_forward, with x.requires_grad): after (out * r).sum().backward(), weight.grad,
+    bias.grad and x.grad are F.glu's gradients, added to a .grad that was already there."""
+    cases, inputs, seen, plan = _gen_draw(student, device, 18, backward=True)
+    failing = []
+    total = 0
+    for i, case in enumerate(cases):
+        weight, bias = _glu_parameters(seen, str(i), case.label, case.in_f, case.out_f, bias=case.bias)
+        for j, spec in enumerate(case.inputs):
+            total += 1
+            x, key, step = inputs[i][j], f"{i}.{j}", plan[(i, j)]
+            if f"{key}.error" in seen:
+                failing.append(((case, spec), key, None))
+                continue
+            got = seen[f"{key}.out"]
+            expected, tolerance = _gen_expected(x, weight, bias)
+            problem = _gen_problem(got, expected, tolerance, x.dtype, device)
+            if problem:
+                failing.append(((case, spec), key, f"the output itself is wrong ({problem}; see generated_forward)"))
+                continue
+            if f"{key}.x.grad" not in seen:
+                failing.append(((case, spec), key, "the output has no autograd history (grad_fn is None), so no "
+                                                   "gradient reaches weight, bias or x"))
+                continue
+            wrong = _gen_grad_problem(seen, key, x, weight, bias, step, case)
+            if wrong:
+                failing.append(((case, spec), key, wrong))
+    if not failing:
+        return
+    (case, spec), key, problem = min(failing, key=lambda f: _gen_size(f[0]))
+    x = inputs[cases.index(case)][case.inputs.index(spec)]
+    call = _gen_call(case, spec, x) + "; (m(x) * r).sum().backward()"
+    if plan[(cases.index(case), case.inputs.index(spec))]["preset"]:
+        call += " with weight.grad and bias.grad already set"
+    if problem is None:
+        _gen_raise(seen, key, call)
+    fail(f"wrong gradients on {len(failing)} of {total} generated cases; the smallest:\n  input:    {call}\n"
+         f"  problem:  {problem}")
+
+
+@judge_only
+def _gen_grad_problem(seen: Seen, key: str, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                      step: dict[str, Any], case: GluCase) -> str | None:
+    leaves = [t.detach().cpu().double().contiguous().requires_grad_(True) if t is not None else None
+              for t in (x, weight, bias)]
+    r = step["r"].cpu().double()
+    with one_torch_thread():
+        (F.glu(F.linear(*leaves), dim=-1) * r).sum().backward()
+    _, tolerance = _gen_expected(x, weight, bias)
+    scale = float(tolerance.max()) if tolerance.numel() else 1e-12
+    for name, leaf in (("weight", leaves[1]), ("bias", leaves[2]), ("x", leaves[0])):
+        if leaf is None:
+            continue
+        want = leaf.grad
+        preset = step["preset"].get(name)
+        if preset is not None:
+            want = want + preset.cpu().double()
+        got = seen[f"{key}.{name}.grad"]
+        if got is None:
+            return (f"{name}.grad is None after backward: no gradient reached it (forward computes with a detached "
+                    f"copy: .data, .detach(), torch.tensor(...), or runs under torch.no_grad())")
+        if tuple(got.shape) != tuple(want.shape):
+            return f"{name}.grad has shape {tuple(got.shape)}, expected {tuple(want.shape)}"
+        # A gradient sums as many products as the output has elements: its rounding grows with them.
+        tol = 1e-4 if case.dtype == torch.float32 else 1e-9
+        atol = tol * (1 + scale * 1e4) * max(1, r.numel() // max(1, case.out_f)) ** 0.5
+        if not close(got, want, rtol=tol, atol=atol):
+            return f"{name}.grad differs from F.glu's: " + difference(got, want, rtol=tol, atol=atol)
+    return None
+
+
+@observing
+def _init_many_scenario(live: Live, cases: list[GluCase], inputs: list[list[torch.Tensor]], first: int = 0) -> None:
+    """Build every module and record its initial parameters; then (on usable copies of them, see _make_usable)
+    its output for its input: the initial values only matter through forward."""
+    modules = []
+    for i, case in enumerate(cases):
+        module = live.build("GLU", case.args, case.kwargs)
+        _record_parameters(live, module, f"init.{first + i}", case.built, case.in_f, usable=False)
+        modules.append(module)
+    for i, (case, module) in enumerate(zip(cases, modules)):
+        _record_parameters(live, module, str(first + i), case.built, case.in_f)
+        live.seen[f"{first + i}.0.out"] = snap(live.run(f"{case.built}(x)", module, inputs[i][0]))
+
+
+_INIT_BOUNDS: list[tuple[str, Callable[[int, int], float]]] = [
+    ("the bound uses the weight's row count 2 * out_features as fan_in; fan_in is in_features (weight.shape[1]): "
+     "bound = 1/sqrt(in_features)", lambda i, o: 1 / math.sqrt(2 * o)),
+    ("the bound uses out_features; fan_in is in_features: bound = 1/sqrt(in_features)", lambda i, o: 1 / math.sqrt(o)),
+    ("kaiming_uniform_ with its default a=0 gives bound sqrt(6/fan_in); nn.Linear uses kaiming_uniform_(weight, "
+     "a=math.sqrt(5)), i.e. bound 1/sqrt(in_features)", lambda i, o: math.sqrt(6 / i)),
+    ("xavier_uniform_ (bound sqrt(6/(fan_in + fan_out))) is not nn.Linear's initialisation: bound = "
+     "1/sqrt(in_features)", lambda i, o: math.sqrt(6 / (i + 2 * o))),
+    ("kaiming_uniform_ with a=1 (bound sqrt(3/fan_in)); nn.Linear uses a=math.sqrt(5)", lambda i, o: math.sqrt(3 / i)),
+    ("uniform in [-1, 1]; nn.Linear scales the bound to 1/sqrt(in_features)", lambda i, o: 1.0),
+    ("the bound is 1/in_features; nn.Linear's is 1/sqrt(in_features) (the square root is missing)",
+     lambda i, o: 1 / i),
+]
+
+
+@judge_only
+def _uniform_problem(values: list[tuple[GluCase, torch.Tensor]], bound: Callable[[int, int], float]) -> str | None:
+    """Why these tensors (one per module) are not, together, draws uniform in ±bound(in, out) (None: they may be).
+
+    Every value must lie within its bound; scaled by it, the pooled values' mean, mean square and largest |value|
+    must be those of uniform(-1, 1) draws: 0 (within 6 standard errors), 1/3 (within 6), and above 1 - 25/N
+    (a correct draw misses these with probability below 1e-8)."""
+    scaled = []
+    for case, v in sorted(values, key=lambda cv: cv[1].numel()):
+        b = bound(case.in_f, case.out_f)
+        v = v.detach().cpu().double().reshape(-1)
+        if not bool(torch.isfinite(v).all()):
+            return f"{case.built} holds values that are not finite (an uninitialised torch.empty?)"
+        if v.numel() and float(v.abs().max()) > b * (1 + 1e-6):
+            return (f"{case.built} has a value {show_number(float(v.abs().max()))} in absolute value, above the bound "
+                    f"{show_number(b)}")
+        scaled.append(v / b)
+    u = torch.cat(scaled) if scaled else torch.zeros(0, dtype=torch.float64)
+    n = u.numel()
+    if n < 50:
+        return None
+    mean, square, top = float(u.mean()), float((u * u).mean()), float(u.abs().max())
+    if abs(mean) > 6 * math.sqrt(1 / (3 * n)):
+        return f"the {n} values, divided by their bound, have mean {mean:.4g}; uniform(-1, 1) draws have mean 0"
+    if abs(square - 1 / 3) > 6 * math.sqrt(4 / (45 * n)):
+        return (f"the {n} values, divided by their bound, have mean square {square:.4g}; uniform(-1, 1) draws have "
+                f"1/3 (std bound/sqrt(3))")
+    if top < 1 - 25 / n:
+        return (f"the {n} values, divided by their bound, reach at most {top:.4g} in absolute value; {n} uniform(-1, 1) "
+                f"draws reach beyond {1 - 25 / n:.4g}: the range is narrower than ±1/sqrt(in_features)")
+    return None
+
+
+@GLU_EXERCISE.check(points=1)
+@_one_thread
+def generated_init(student: Submission, device: torch.device) -> None:
+    """Generated sizes (1 to 130 in_features, 1 to 70 out_features, every bias form): every weight and bias value
+    lies within ±1/sqrt(in_features), and together they are uniform over that range, as nn.Linear draws them."""
+    cases = [dataclasses.replace(c, double=False, eval_mode=False, inputs=tuple(
+        dataclasses.replace(spec, grad="plain") for spec in c.inputs))
+        for c in domain.draw(lambda g: glu_case(g, inputs=1), 40, size=lambda c: c.in_f * c.out_f)]
+    inputs = [[glu_input_tensor(case.inputs[0], case.in_f, torch.float32)] for case in cases]
+    seen = observe_chunks(student, _init_many_scenario, len(cases), lambda a, b: (cases[a:b], inputs[a:b], a),
+                          hint=_glu_error_hint)
+    pools: dict[str, list[tuple[GluCase, torch.Tensor]]] = {"weight": [], "bias": []}
+    for i, case in enumerate(cases):
+        weight, bias = _glu_parameters(seen, f"init.{i}", case.built, case.in_f, case.out_f, bias=case.bias)
+        pools["weight"].append((case, weight))
+        if bias is not None:
+            pools["bias"].append((case, bias))
+    nn_linear = lambda i, o: 1 / math.sqrt(i)  # noqa: E731
+    for name, pool in pools.items():
+        problem = _uniform_problem(pool, nn_linear)
+        if problem:
+            fitting = [cause for cause, bound in _INIT_BOUNDS if _uniform_problem(pool, bound) is None]
+            fail_mismatch(f"the {name} tensors of {len(pool)} generated GLU modules are not initialised like nn.Linear",
+                          given=", ".join(c.built for c, _ in pool[:6]) + (", …" if len(pool) > 6 else ""),
+                          expected=f"each {name} uniform in ±1/sqrt(in_features)", got=problem,
+                          cause=fitting[0] if len(fitting) == 1 else None)
+    # On the CPU, where the modules were built (moving them is to_device_and_double's and generated_forward's).
+    _judge_outputs(cases, inputs, seen, torch.device("cpu"), "the initial parameters")

@@ -2,7 +2,8 @@
 import torch
 from torch import nn
 
-EXPECT_FAIL = {"momentum_and_eps": "momentum=0.0 was treated like None"}
+EXPECT_FAIL = {"momentum_and_eps": "wrong running_mean after batch 1",
+               "generated_runs": "momentum=0.0 is treated like None"}  # batch 1 alone cannot tell it from a replace
 
 
 class RunningNorm(nn.Module):
