@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import pathlib
+import random
 
 import pytest
 import torch
@@ -165,3 +167,118 @@ def test_checks():
     assert checks == ["forward_matches_torch", "backward_matches_torch", "gradcheck_float64", "bfloat16",
                       "any_shape_and_layout", "two_calls_in_one_graph", "saves_input_for_backward",
                       "computes_formula_itself"]
+
+
+# -- the generated domain: every class the specification allows, and the checks that use it -----------------
+def _drawn(count: int = 500, seed: int = 0, **options) -> list:
+    generator = random.Random(seed)
+    return [grader.generate_case(generator, **options) for _ in range(count)]
+
+
+def _x(case):
+    return grader._gen_expected(case, "cpu")["x"]
+
+
+def test_the_generator_draws_every_dtype_layout_and_rank():
+    cases = _drawn()
+    assert {c.dtype for c in cases} == {"float32", "float64", "bfloat16"}
+    assert {c.layout for c in cases} == set(grader._LAYOUTS)
+    assert {len(_x(c).shape) for c in cases} == {0, 1, 2, 3, 4}
+    assert any(_x(c).numel() == 0 for c in cases) and any(_x(c).numel() == 1 for c in cases)
+    assert any(_x(c).numel() > 200 for c in cases)
+
+
+def test_the_generated_layouts_are_what_they_say():
+    for case in _drawn(300, seed=1):
+        x = _x(case)
+        if x.numel() < 2 or min(x.shape, default=0) < 2:
+            continue
+        if case.layout == "expanded" and 0 in x.stride():
+            assert not x.is_contiguous()
+        if case.layout in ("transposed", "permuted", "sliced", "offset"):
+            assert not x.is_contiguous() or case.layout == "permuted"
+        if case.layout == "offset":
+            assert x.storage_offset() > 0
+
+
+def test_the_generator_draws_values_at_the_edges_of_the_representation():
+    cases = _drawn()
+    values = {v for c in cases for v in c.edges}
+    assert {0.0, 1e-40, 30.0, -30.0, 1e5, -1e5} <= values  # subnormal; exp(2u) overflows float32 from |x| ~ 12
+    assert max(abs(v) for v in values) <= 1e5  # a float32 x**3 is finite there: every order of the terms holds
+    assert any(math.copysign(1.0, v) < 0 and v == 0 for c in cases for v in c.edges)  # -0.0
+    assert {c.scale for c in cases} >= {1e-3, 40.0}
+    x = torch.tensor([1e5, -1e5])
+    assert torch.isfinite(0.5 * x * (1 + 3 * 0.044715 * x**2)).all()
+
+
+def test_the_generator_draws_every_state_of_requires_grad_and_grad_output():
+    cases = _drawn()
+    assert {c.grad for c in cases} == {"random", "zeros", "transposed", "none"}
+    assert any(not c.requires_grad for c in cases)
+    forward_only = _drawn(200, grads=False)  # forward only: x requiring grad or not
+    assert any(c.requires_grad for c in forward_only) and any(not c.requires_grad for c in forward_only)
+    noncontiguous = [grader._gen_expected(c, "cpu")["grad_output"] for c in cases if c.grad == "transposed"]
+    assert any(g.dim() >= 3 and not g.is_contiguous() for g in noncontiguous)
+    assert all(c.grad == "none" for c in _drawn(100, grads=False))
+    assert all(c.grad != "none" for c in _drawn(100, grads=True))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_reference_and_every_correct_answer_pass_the_generated_inputs(seed):
+    """No false rejection: the judge's verdict on the reference's (and the correct fixtures') observations."""
+    import runpy
+    from pathlib import Path
+
+    class Direct:
+        @staticmethod
+        def run(function, *args, **kwargs):
+            return function(*args, **kwargs)
+
+    folder = Path(__file__).parent / "submissions" / "ch02_autograd" / "gelu_function"
+    classes = [reference.GELUFunction] + [runpy.run_path(str(p))["GELUFunction"] for p in folder.glob("correct_*.py")]
+    for case in _drawn(400, seed=seed):
+        e = grader._gen_expected(case, "cpu")
+        for cls in classes:
+            leaf = e["base"].detach().clone().requires_grad_(case.requires_grad)
+            x = leaf if case.view is None else leaf.as_strided(*case.view)
+            obs = grader._forward_and_backward(Direct, cls, leaf, x, e["grad_output"])
+            assert not grader._gen_fails(case, e, obs), (cls, case)
+
+
+def test_shrinking_keeps_the_shape_and_simplifies_the_rest():
+    for case in _drawn(100, seed=3):
+        for smaller in grader.smaller_cases(case):
+            assert _x(smaller).shape == _x(case).shape
+            assert smaller.size() <= case.size()
+
+
+SATURATION_SHORTCUT = """
+import math
+import torch
+
+class GELUFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        u = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
+        t = torch.tanh(u)
+        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * math.sqrt(2 / math.pi) * (1 + 3 * 0.044715 * x * x)
+        return grad_output * torch.where(x.abs() > 100, torch.zeros_like(d), d)  # "saturated: no gradient"
+"""
+
+
+def test_a_derivative_wrong_only_past_the_hand_written_values_fails_the_generated_inputs_smallest_first(tmp_path):
+    """The hand-written values stop at |x| = 30; the generated ones reach 1e3 and 1e5, where the derivative is 1
+    for positive x (a 'saturated, so no gradient' shortcut zeroes it)."""
+    path = tmp_path / "answer.py"
+    path.write_text(SATURATION_SHORTCUT)
+    report = graders.check_file("gelu_function", str(path), ["backward_matches_torch"], device="cpu")
+    (result,) = report.results
+    assert not result.passed
+    assert "generated inputs tried failed; the smallest one" in result.message

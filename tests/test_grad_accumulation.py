@@ -6,6 +6,8 @@ answers fail without grader errors.
 from __future__ import annotations
 
 import copy
+import pathlib
+import random
 
 import pytest
 import torch
@@ -202,3 +204,98 @@ def test_odd_answers_fail_without_grader_errors(name, device):
 
 def test_checks():
     assert 6 <= len(graders.get_exercise("grad_accumulation").checks) <= 10
+
+
+# -- the generated domain: every class the specification allows, and the checks that use it -----------------
+def _drawn(count: int = 300, seed: int = 0, generate=None, **options) -> list:
+    generator = random.Random(seed)
+    torch.manual_seed(seed)
+    make = generate or (lambda g: grader.generate_spec(g, **options))
+    return [make(generator) for _ in range(count)]
+
+
+class _Direct:
+    def call(self, name, *args):
+        assert name == "train_with_accumulation"
+        return reference.train_with_accumulation(*args)
+
+
+def test_the_generator_draws_every_relation_of_micro_batches_to_accum_steps():
+    specs = _drawn()
+    pairs = {(len(s.data), s.accum) for s in specs}
+    assert any(n == a > 1 for n, a in pairs) and any(a == 1 and n > 1 for n, a in pairs)
+    assert any(n >= 2 * a > 2 for n, a in pairs)  # several windows of several micro-batches
+    assert {len(s.data) for s in _drawn(60, relations=("empty",))} == {0}
+    invalid = _drawn(300, generate=grader.generate_invalid_spec)
+    kinds = {(a < 1, len(s.data) == 0, 0 < len(s.data) < a, a < len(s.data) < 2 * a,
+              a > 1 and len(s.data) % a == 1) for s in invalid for a in [s.accum]}
+    assert any(k[0] and k[1] for k in kinds) and any(k[0] and not k[1] for k in kinds)  # accum < 1, 0 micro too
+    assert any(k[2] for k in kinds) and any(k[3] for k in kinds) and any(k[4] for k in kinds)
+    assert all(s.accum < 1 or len(s.data) % s.accum for s in invalid)
+
+
+def test_the_generator_draws_every_model_loss_dtype_batch_and_optimizer():
+    specs = _drawn()
+    assert {s.arch for s in specs} == set(grader._ARCHITECTURES)
+    assert {s.loss for s in specs} == set(grader._LOSSES)
+    assert {s.dtype for s in specs} == {torch.float32, torch.float64}
+    assert {len(s.data[0][0]) for s in specs if s.data} == set(grader._BATCH_SIZES)
+    assert {(s.optimizer, tuple(s.options.items())) for s in specs} == {
+        (name, tuple(options.items())) for name, options in grader._GENERATED_OPTIMIZERS["any"]}
+    assert any(s.per_layer for s in specs) and not all(s.per_layer for s in specs)
+
+
+def test_the_nested_model_is_one_level_deeper_and_the_unused_parameter_keeps_grad_none():
+    nested = grader._ARCHITECTURES["nested"][0]()
+    assert any(isinstance(m, torch.nn.Sequential) for m in nested[0].modules())
+    assert any(not p.requires_grad for p in nested.parameters())
+    spec = grader._spec("unused", n_micro=2, accum=2)
+    model, micro_batches, loss_fn, optimizer = grader.build(spec, "cpu")
+    reference.train_with_accumulation(model, micro_batches, loss_fn, optimizer, 2)
+    assert model.spare.weight.grad is None and model.body[0].weight.grad is not None
+
+
+def test_the_generator_draws_leftover_gradients_everywhere_or_somewhere_and_optimizer_state():
+    specs = _drawn(200, leftovers=1.0)
+    assert all(s.junk is not None for s in specs)
+    assert any(all(j is not None for j in s.junk) for s in specs if s.arch == "mlp")
+    assert any(any(j is None for j in s.junk) and any(j is not None for j in s.junk) for s in specs)
+    stepped = [s for s in specs if s.prestep]
+    assert stepped and len(stepped) < len(specs)
+    _, _, _, optimizer = grader.build(next(s for s in stepped if s.optimizer == "Adam" or s.options.get("momentum")),
+                                      "cpu")
+    assert optimizer.state  # momentum buffers or Adam's moments exist before the call
+    assert not any(s.junk for s in _drawn(50, leftovers=0.0))
+
+
+def test_the_generator_draws_gradient_norms_far_above_one():
+    """A clip to norm 1 that should not be there acts on them (and not on every call)."""
+    norms = []
+    for spec in _drawn(60, seed=1):
+        if spec.data:
+            norms.append(float(grader._ordinary_training(spec, "cpu", diagnose=False).step_grads[0].norm()))
+    assert max(norms) > 10 and min(norms) < 1
+
+
+def test_the_reference_passes_every_generated_call():
+    for spec in _drawn(120, seed=2):
+        observed = grader.run_training(_Direct(), spec, "cpu")
+        assert grader._generated_failure(spec, observed, grader._ordinary_training(spec, "cpu")) is None, \
+            spec.describe()
+
+
+def test_shrinking_keeps_a_call_valid_and_makes_it_smaller():
+    for spec in _drawn(60, seed=3):
+        for smaller in grader.smaller_specs(spec):
+            assert smaller.accum >= 1 and len(smaller.data) % smaller.accum == 0
+            assert grader.spec_size(smaller) <= grader.spec_size(spec)
+
+
+def test_clearing_the_optimizer_state_fails_only_the_generated_calls_with_the_smallest_one_shown():
+    path = (pathlib.Path(__file__).parent / "submissions" / "ch02_autograd" / "grad_accumulation"
+            / "bug_clears_optimizer_state.py")
+    report = graders.check_file("grad_accumulation", str(path), device="cpu")
+    failed = {r.name: r.message for r in report.results if not r.passed}
+    assert list(failed) == ["leftover_grads_ignored"], report.as_text()
+    assert "generated calls tried failed; the smallest one" in failed["leftover_grads_ignored"]
+    assert "the optimizer already stepped once before the call" in failed["leftover_grads_ignored"]

@@ -6,7 +6,9 @@ The odd answers use the reference solution, hence ``instructor=True``.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -232,3 +234,105 @@ def test_a_counter_of_the_right_counts_in_another_mapping_type_fails_only_the_ty
 def test_checks():
     checks = graders.get_exercise("graph_ops").checks
     assert 6 <= len(checks) <= 10
+
+
+# -- the generated domain: every class the specification allows, and the check that uses it ----------------
+def _recipes(flavour: str = "any", count: int = 500, seed: int = 0, **options) -> list:
+    generator = random.Random(seed)
+    return [grader.generate_recipe(generator, flavour, **options) for _ in range(count)]
+
+
+def _built(recipes):
+    for recipe in recipes:
+        t, pool = grader.build_recipe(recipe, "cpu")
+        yield recipe, t, grader._walk_graph(t)
+
+
+@pytest.mark.parametrize("flavour", sorted(grader._FLAVOURS))
+def test_generated_graphs_agree_with_the_reference_and_the_engine(flavour):
+    for recipe, t, graph in _built(_recipes(flavour, 60, seed=1)):
+        assert graph.counts == reference.graph_ops(t), grader.recipe_code(recipe)
+        if t.requires_grad:
+            assert graph.counts == _engine_nodes(t), grader.recipe_code(recipe)
+
+
+def test_generated_graphs_build_the_same_nodes_twice():
+    for recipe in _recipes(count=100, seed=2):
+        first = grader._walk_graph(grader.build_recipe(recipe, "cpu")[0]).counts
+        torch.manual_seed(99)
+        assert grader._walk_graph(grader.build_recipe(recipe, "cpu")[0]).counts == first
+
+
+def test_the_generator_draws_every_dtype_op_and_root():
+    recipes = _recipes()
+    assert {r.dtype for r in recipes} == set(grader._DTYPES)
+    assert {op for r in recipes for op, *_ in r.ops} == set(grader._OPS)
+    assert {r.root for r in recipes} == set(grader._ROOTS)
+    assert any(r.after_backward for r in recipes) and not all(r.after_backward for r in recipes)
+    assert {len(r.leaves) for r in recipes} == {1, 2, 3, 4, 5}
+    assert max(len(r.ops) for r in recipes) == 16 and min(len(r.ops) for r in recipes) == 1
+
+
+def test_the_generator_draws_inputs_that_do_not_require_grad_first_last_and_only():
+    """None entries of next_functions: first, last, and graphs whose leaves all do not require grad."""
+    first = last = False
+    for recipe, t, graph in _built(_recipes("without_grad", 300)):
+        for node in graph.nodes:
+            entries = [child is None for child, _ in node.next_functions]
+            first |= len(entries) > 1 and entries[0] and not all(entries)
+            last |= len(entries) > 1 and entries[-1] and not all(entries)
+    assert first and last
+    assert any(not any(r.leaves) for r in _recipes("without_grad"))
+
+
+def test_the_generator_draws_shared_and_multi_output_nodes():
+    graphs = [graph for _, _, graph in _built(_recipes("shared", 200))]
+    assert sum(g.paths != g.counts for g in graphs) > 50  # a node reached by several paths
+    assert sum(g.edges != g.counts for g in graphs) > 50  # a node named by several next_functions entries
+    assert sum(g.pairs != g.counts for g in graphs) > 10  # a node with several outputs used
+    multi_partly = [g for g in graphs if any(type(n).__name__ == "SplitInTwoBackward" for n in g.nodes)]
+    assert multi_partly
+
+
+def test_the_generator_draws_roots_without_grad_fn_and_with():
+    roots = [t.grad_fn is None for _, t, _ in _built(_recipes("any", 300))]
+    assert any(roots) and not all(roots)
+    forced = _recipes(count=100, root="integer")
+    assert all(grader.build_recipe(r, "cpu")[0].grad_fn is None for r in forced)
+
+
+def test_the_generator_draws_cut_graphs_in_place_writes_hooks_and_layers():
+    names = Counter()
+    for _, _, graph in _built(_recipes("any", 300, seed=3)):
+        names.update(graph.counts)
+    assert names["CopySlices"] and names["CloneBackward0"]  # in-place writes on non-leaves
+    assert names["ToCopyBackward0"]  # dtype casts
+    assert names["SplitInTwoBackward"] and names["UnbindBackward0"] and names["VarMeanBackward0"]
+    ops = Counter(op for r in _recipes("cut") for op, *_ in r.ops)
+    assert ops["detach"] and ops["new_leaf"] and ops["no_grad"]
+    ops = Counter(op for r in _recipes("modules") for op, *_ in r.ops)
+    assert ops["nested"] and ops["frozen_linear"] and ops["linear"]
+    ops = Counter(op for r in _recipes() for op, *_ in r.ops)
+    assert ops["hook"] and ops["retain"]
+
+
+def test_the_long_graphs_have_over_256_nodes_of_one_type():
+    counts = [graph.counts for _, _, graph in _built(_recipes("long", 20))]
+    assert any(max(c.values(), default=0) > 256 for c in counts)
+
+
+def test_shrinking_candidates_are_smaller_and_build():
+    for recipe in _recipes(count=60, seed=4):
+        for smaller in grader.smaller_recipes(recipe):
+            assert smaller == recipe or smaller.size < recipe.size
+            grader.build_recipe(smaller, "cpu")
+
+
+def test_a_cache_keyed_by_node_id_fails_the_generated_graphs_with_the_smallest_one_shown():
+    """Only the generated graphs (built and freed one after another) catch it: the fixed ones stay alive."""
+    path = Path(__file__).parent / "submissions" / "ch02_autograd" / "graph_ops" / "bug_cache_by_node_id.py"
+    report = graders.check_file("graph_ops", str(path), ["small_expressions"], device="cpu")
+    (result,) = report.results
+    assert not result.passed
+    assert "generated graphs tried were counted wrong; the smallest one" in result.message
+    assert "the generated graph  a = torch.randn(4" in result.message

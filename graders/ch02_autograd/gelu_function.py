@@ -9,6 +9,10 @@ autograd through it, on the same inputs.
 
 Known mistakes are named: each check compares a wrong answer with what the usual slips would give (a
 wrong constant, a missing factor, a derivative missing a term of the product rule...).
+
+Four checks also judge generated inputs (``generate_case``: any shape, dtype, layout, edge value and state of
+requires_grad and grad_output the specification allows), and report the smallest failing one, shrunk with the
+student's own class; a slip is named there only when it alone fits every failing input.
 """
 
 from __future__ import annotations
@@ -16,16 +20,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.gradcheck import GradcheckError
 
+from graders import domain
 from graders.compare import difference, dtype_name, one_torch_thread, show, show_number, type_name
 from graders.isolation import RunnerStudent, StudentRaised
-from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 from graders.watch import torch_calls
 
@@ -104,12 +110,18 @@ def _matches(got64: torch.Tensor, wrong: torch.Tensor, right: torch.Tensor, dtyp
 
 
 def _forward_cause(x: torch.Tensor, got: torch.Tensor) -> str | None:
-    """Name the slip when the student's forward equals a known wrong formula (compared in float64)."""
+    """Name the slip when the student's forward equals one known wrong formula (compared in float64)."""
+    causes = _forward_causes(x, got)
+    return causes[0] if len(causes) == 1 else None
+
+
+def _forward_causes(x: torch.Tensor, got: torch.Tensor) -> list[str]:
+    """The known slips whose formula gives the student's forward values (compared in float64)."""
     x64, got64 = x.detach().double().cpu(), got.detach().double().cpu()
     if not torch.isfinite(got64).all() and torch.isfinite(x64).all():
         where = x64[~torch.isfinite(got64)]
-        return (f"the result is nan/inf at x = {where[0].item():g}: an intermediate overflows for large |x| (tanh "
-                "written with exp: exp(2u) = inf gives inf/inf); use torch.tanh")
+        return [f"the result is nan/inf at x = {where[0].item():g}: an intermediate overflows for large |x| (tanh "
+                "written with exp: exp(2u) = inf gives inf/inf); use torch.tanh"]
     erf_gelu = 0.5 * x64 * (1 + torch.erf(x64 / math.sqrt(2)))
     known = [
         (_tanh_gelu(x64, kappa=0.44715), "the constant is 0.44715; it must be 0.044715"),
@@ -128,15 +140,13 @@ def _forward_cause(x: torch.Tensor, got: torch.Tensor) -> str | None:
     ]
     right = _tanh_gelu(x64)
     matches = [cause for wrong, cause in known if _matches(got64, wrong, right, x.dtype)]
-    if len(matches) == 1:  # several slips give these values (bfloat16 is coarse): the evidence does not single one out
-        return matches[0]
-    if matches:
-        return None
+    if matches:  # several slips give these values (bfloat16 is coarse): the caller names one only when it is alone
+        return matches
     if x.dtype == torch.float64:
         in_float32 = _tanh_gelu(x64.float()).double()
         if torch.allclose(got64, in_float32, rtol=1e-5, atol=1e-6) and not _close(got64, right, _TOLERANCE[x.dtype]):
-            return f"the values have float32 precision only: {_FLOAT32_PRECISION}"
-    return None
+            return [f"the values have float32 precision only: {_FLOAT32_PRECISION}"]
+    return []
 
 
 def _tanh_gelu_derivative(x: torch.Tensor, beta: float = _BETA, kappa: float = _KAPPA) -> torch.Tensor:
@@ -183,34 +193,38 @@ def _derivative_variants(x: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
 
 
 def _backward_cause(x: torch.Tensor, grad_output: torch.Tensor, got: torch.Tensor) -> str | None:
-    """Name the slip when the student's gradient equals grad_output times a known wrong derivative."""
+    """Name the slip when the student's gradient equals grad_output times one known wrong derivative."""
+    causes = _backward_causes(x, grad_output, got)
+    return causes[0] if len(causes) == 1 else None
+
+
+def _backward_causes(x: torch.Tensor, grad_output: torch.Tensor, got: torch.Tensor) -> list[str]:
+    """The known slips whose gradient (grad_output times a wrong derivative) is the student's."""
     x64, g64, got64 = (t.detach().double().cpu() for t in (x, grad_output, got))
     near = _near(x.dtype)
     correct = _tanh_gelu_derivative(x64)
     bad = ~torch.isfinite(got64) & torch.isfinite(g64 * correct)
     if bad.any():
         where = x64[bad][0].item()
-        return (f"the gradient is nan/inf at x = {where:g}: "
+        return [(f"the gradient is nan/inf at x = {where:g}: "
                 + ("a division by x (for instance output / x for 0.5 * (1 + tanh(u))) is 0/0 at x = 0; compute "
                    "0.5 * (1 + tanh(u)) directly" if where == 0 else
                    "an intermediate overflows for large |x| (exp of a large argument, e.g. tanh or sech written "
-                   "with exp: inf/inf is nan); use torch.tanh and 1 - tanh(u)**2"))
+                   "with exp: inf/inf is nan); use torch.tanh and 1 - tanh(u)**2"))]
     if not torch.allclose(g64 * correct, correct, **near) and torch.allclose(got64, correct, **near):
-        return ("backward ignores grad_output: it must return grad_output * (the derivative), the chain rule "
-                "that carries the gradient of whatever comes after GELU")
+        return ["backward ignores grad_output: it must return grad_output * (the derivative), the chain rule "
+                "that carries the gradient of whatever comes after GELU"]
     twice = g64 * g64 * correct
     if not torch.allclose(twice, g64 * correct, **near) and torch.allclose(got64, twice, **near):
-        return "grad_output is multiplied in twice"
+        return ["grad_output is multiplied in twice"]
     matches = [cause for derivative, cause in _derivative_variants(x64)
                if _matches(got64, g64 * derivative, g64 * correct, x.dtype)]
-    if len(matches) == 1:
-        return matches[0]
     if matches:
-        return None
+        return matches
     if (x.dtype == torch.float64 and torch.allclose(got64, g64 * correct, rtol=1e-5, atol=1e-6)
             and not _close(got64, g64 * correct, _GRAD_TOLERANCE[x.dtype])):
-        return f"the gradient has float32 precision only: in backward, {_FLOAT32_PRECISION}"
-    return None
+        return [f"the gradient has float32 precision only: in backward, {_FLOAT32_PRECISION}"]
+    return []
 
 
 def _gelu_values(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -219,6 +233,152 @@ def _gelu_values(dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     extremes = torch.tensor([0.0, -0.0, 1e-4, -1e-4, 9.0, -9.0, 12.0, -12.0, 30.0, -30.0], dtype=torch.float64)
     values = torch.cat([grid, torch.randn(40, dtype=torch.float64) * 2.5, extremes])
     return values.to(dtype).to(device)
+
+
+# ==================================================================================================
+# The generated domain (from the specification's sentences): a tensor of any shape (0-d, empty, one element,
+# up to 4-D, up to two thousand elements), dtype (float32, float64, bfloat16) and layout (contiguous, transposed,
+# sliced with a step, with a storage offset, permuted, expanded with stride 0), values from tiny to huge (zero,
+# -0.0, subnormal, |x| up to 1e5), that
+# requires grad or not, and any grad_output (random, zeros, large, non-contiguous).
+# ==================================================================================================
+_GEN_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+# Not past 1e5: from |x| ~ 7e12 a float32 x**3 is inf, and the natural ways of writing the derivative (0.5 * x * du
+# first) are then inf * 0 = nan; the spec asks for the formula, not for an order of its terms that survives there
+# (F.gelu's own float32 backward is nan from 1e19). Up to 30 (the hand-written values), exp-based tanh must hold.
+_EDGES = (0.0, -0.0, 1e-30, -1e-30, 1e-40, 1e-4, -1e-4, 30.0, -30.0, 1e3, -1e3, 1e5, -1e5)
+
+
+@dataclasses.dataclass(frozen=True)
+class GenCase:
+    """x = base.as_strided(*view) (or base itself), base of ``base_shape`` filled from ``seed``."""
+
+    dtype: str
+    base_shape: tuple[int, ...]
+    view: tuple | None  # (shape, stride, offset) into base, or None
+    layout: str  # how the view was made, for the message
+    scale: float
+    edges: tuple[float, ...]  # values written into the first elements of base
+    requires_grad: bool
+    grad: str  # "random", "zeros", "transposed" (non-contiguous), "none"
+    seed: int
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.view[0]) if self.view is not None else math.prod(self.base_shape)
+
+    def size(self) -> tuple:
+        return (self.numel, len(self.edges), self.grad != "random", self.view is not None, self.scale != 1.0,
+                _GEN_DTYPES.index(getattr(torch, self.dtype)))
+
+
+def _case_tensors(case: GenCase, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(base, grad_output) of a generated case (in the judge, from its seed)."""
+    generator = torch.Generator().manual_seed(case.seed)
+    dtype = getattr(torch, case.dtype)
+    base = torch.randn(case.base_shape, generator=generator, dtype=torch.float64) * case.scale
+    flat = base.view(-1)
+    for k, value in enumerate(case.edges[:flat.numel()]):
+        flat[k] = value
+    shape = case.view[0] if case.view is not None else case.base_shape
+    grad_output = None
+    if case.grad != "none":
+        if case.grad == "transposed" and len(shape) >= 2:
+            grad_output = torch.randn(tuple(reversed(shape)), generator=generator, dtype=torch.float64)
+            grad_output = grad_output.permute(*reversed(range(len(shape))))  # a non-contiguous grad_output
+        else:
+            grad_output = torch.randn(shape, generator=generator, dtype=torch.float64)
+            grad_output = grad_output * (0.0 if case.grad == "zeros" else 1.0)
+        grad_output = grad_output.to(dtype).to(device)
+    return base.to(dtype).to(device), grad_output
+
+
+_LAYOUTS = ("contiguous", "transposed", "sliced", "offset", "permuted", "expanded")
+
+
+def _layout(generator, shape: tuple[int, ...], layout: str) -> tuple[tuple[int, ...], tuple | None]:
+    """(base shape, view of it) giving x of ``shape`` with that layout."""
+    n = len(shape)
+    if layout == "contiguous" or n == 0:
+        return shape, None
+    if layout == "transposed" and n >= 2:
+        base = shape[:-2] + (shape[-1], shape[-2])
+        strides = torch.empty(base).stride()
+        return base, (shape, strides[:-2] + (strides[-1], strides[-2]), 0)
+    if layout == "permuted" and n >= 2:  # x = base.permute(order)
+        order = list(range(n))
+        generator.shuffle(order)
+        inverse = _inverse(order)
+        base = tuple(shape[inverse[k]] for k in range(n))
+        strides = torch.empty(base).stride()
+        return base, (shape, tuple(strides[order[d]] for d in range(n)), 0)
+    if layout == "expanded":
+        base = tuple(1 if generator.random() < 0.5 else s for s in shape)
+        strides = torch.empty(base).stride()
+        return base, (shape, tuple(0 if b == 1 and s != 1 else st for b, s, st in zip(base, shape, strides)), 0)
+    step = domain.pick(generator, [2, 3])
+    offset = domain.small_int(generator, 1, 5) if layout == "offset" else 0
+    base = (shape[0] * step + offset,) + shape[1:] if shape[0] else (offset + 1,) + shape[1:]
+    strides = torch.empty(base).stride()
+    return base, (shape, (strides[0] * step,) + strides[1:], offset * strides[0])
+
+
+def _inverse(order: list[int]) -> list[int]:
+    inverse = [0] * len(order)
+    for position, k in enumerate(order):
+        inverse[k] = position
+    return inverse
+
+
+def generate_case(generator, *, dtypes: tuple = _GEN_DTYPES, layouts: tuple = _LAYOUTS,
+                  grads: bool | None = None) -> GenCase:
+    """An input from the whole domain (``grads``: True always a gradient, False never, None either)."""
+    dims = domain.small_int(generator, 0, 4)
+    shape = tuple(domain.small_int(generator, 0, 5, edge=0.15) for _ in range(dims))
+    layout = domain.pick(generator, layouts)
+    dtype = domain.pick(generator, dtypes)
+    # a few thousand elements (not a bfloat16 x expanded that much: its gradient sums hundreds of bfloat16 values)
+    if dims and generator.random() < 0.05 and not (dtype == torch.bfloat16 and layout == "expanded"):
+        shape = (generator.randint(100, 400),) + shape[1:2]
+        shape = tuple(max(1, s) for s in shape)
+    base_shape, view = _layout(generator, shape, layout)
+    requires_grad = grads if grads is not None else generator.random() < 0.8
+    if grads is False:
+        requires_grad = generator.random() < 0.3  # forward only: requires grad or not, no backward asked
+    edges = tuple(generator.sample(_EDGES, domain.small_int(generator, 0, 6))) if generator.random() < 0.5 else ()
+    grad = "none"
+    if grads is not False and requires_grad:
+        # (no grad_output far from 1: the gradient tolerances are at the scale of a derivative, and a correct
+        # derivative's rounding times 1000 is beyond them where GELU' crosses 0, at x = -0.75)
+        grad = domain.pick(generator, ["random", "random", "zeros", "transposed"])
+    return GenCase(str(dtype).removeprefix("torch."), base_shape, view,
+                   layout if view is not None else "contiguous",
+                   domain.pick(generator, [1.0, 1e-3, 0.5, 3.0, 10.0, 40.0]), edges, requires_grad, grad,
+                   generator.getrandbits(32))
+
+
+def smaller_cases(case: GenCase) -> list[GenCase]:
+    """Fewer edge values, a contiguous layout, a random grad_output, a smaller scale (shape: as drawn)."""
+    out = [dataclasses.replace(case, edges=case.edges[:k]) for k in range(len(case.edges))]
+    out += [dataclasses.replace(case, edges=(value,)) for value in case.edges if len(case.edges) > 1]
+    if case.view is not None:
+        out.append(dataclasses.replace(case, view=None, base_shape=case.view[0], layout="contiguous"))
+    if case.grad not in ("random", "none"):
+        out.append(dataclasses.replace(case, grad="random"))
+    if case.scale != 1.0:
+        out.append(dataclasses.replace(case, scale=1.0))
+    return out
+
+
+def _gen_describe(case: GenCase, x: torch.Tensor) -> str:
+    layout = {"contiguous": "", "transposed": ", a transposed view", "sliced": ", a view sliced with a step",
+              "offset": ", a sliced view with a storage offset", "permuted": ", a permuted view",
+              "expanded": ", an expanded view (stride 0)"}[case.layout]
+    edges = f", holding {', '.join(f'{v:g}' for v in case.edges[:x.numel()])}" if case.edges and x.numel() else ""
+    grad = {"none": "", "random": ", and a random grad_output", "zeros": ", and grad_output = zeros",
+            "transposed": ", and a non-contiguous grad_output"}[case.grad]
+    rg = " that requires grad" if case.requires_grad else " with requires_grad=False"
+    return f"x = {_describe(x)}{layout}, values randn * {case.scale:g}{edges}{rg}{grad}"
 
 
 # ==================================================================================================
@@ -282,6 +442,20 @@ def _run_cases(student: RunnerStudent, cases: list) -> list[dict]:
         observations.append(_run_gelu(student, base, view, requires_grad, grad_output))
         if "raised" in observations[-1]:
             break
+    return observations
+
+
+def _run_generated(student: RunnerStudent, cases: list, max_raised: int = 40) -> list[dict]:
+    """_run_gelu for each (base, view, requires_grad, grad_output), every one observed (after ``max_raised``
+    raises the rest are left out)."""
+    observations = []
+    raised = 0
+    for base, view, requires_grad, grad_output in cases:
+        if raised >= max_raised:
+            observations.append({"skipped": True})
+            continue
+        observations.append(_run_gelu(student, base, view, requires_grad, grad_output))
+        raised += "raised" in observations[-1]
     return observations
 
 
@@ -456,18 +630,21 @@ def _close(got: torch.Tensor, expected: torch.Tensor, tolerance: tuple[float, fl
     return torch.allclose(got.detach().double().cpu(), expected.detach().double().cpu(), rtol=rtol, atol=atol)
 
 
-def _expect_values(out: torch.Tensor, x: torch.Tensor, what: str, given: str) -> None:
+_OWN = object()  # the cause is computed from this case alone
+
+
+def _expect_values(out: torch.Tensor, x: torch.Tensor, what: str, given: str, cause: Any = _OWN) -> None:
     expected = _torch_gelu(x)
     tolerance = _TOLERANCE[x.dtype]
     if not _close(out, expected, tolerance):
         at, want, have = _worst(x, expected, out, tolerance)
         fail_mismatch(what, given=f"{given}; worst at x = {at}", expected=f"{want}  (F.gelu(x, approximate=\"tanh\"))",
                       got=have, where=difference(out, expected, rtol=tolerance[0], atol=tolerance[1]),
-                      cause=_forward_cause(x, out))
+                      cause=_forward_cause(x, out) if cause is _OWN else cause)
 
 
 def _expect_grad(obs: dict, x: torch.Tensor, base: torch.Tensor, grad_output: torch.Tensor, expected: torch.Tensor,
-                 what: str, given: str) -> None:
+                 what: str, given: str, cause: Any = _OWN) -> None:
     """The gradient w.r.t. ``base`` (x itself, or the tensor x is a view of) that came back from backward."""
     if not obs.get("has_backward"):
         fail(_NO_BACKWARD)
@@ -490,7 +667,8 @@ def _expect_grad(obs: dict, x: torch.Tensor, base: torch.Tensor, grad_output: to
     tolerance = _GRAD_TOLERANCE[base.dtype]
     if not _close(grad, expected, tolerance):
         at, want, have = _worst(base, expected, grad, tolerance)
-        cause = _backward_cause(x, grad_output, grad) if base is x else None  # (w.r.t. a view's base: no cause)
+        if cause is _OWN:
+            cause = _backward_cause(x, grad_output, grad) if base is x else None  # (w.r.t. a view's base: no cause)
         fail_mismatch(what, given=f"{given}; worst at {'x' if base is x else 'the base element'} = {at}",
                       expected=f"{want}  (autograd through F.gelu(x, approximate=\"tanh\"))", got=have,
                       where=difference(grad, expected, rtol=tolerance[0], atol=tolerance[1]), cause=cause)
@@ -541,6 +719,113 @@ def _view_of(x: torch.Tensor) -> tuple:
 
 
 # ==================================================================================================
+# Generated inputs, judged together
+# ==================================================================================================
+@judge_only
+def _gen_expected(case: GenCase, device: torch.device) -> dict:
+    base, grad_output = _case_tensors(case, device)
+    x = base if case.view is None else base.as_strided(*case.view)
+    expected_grad = None if grad_output is None else _torch_gelu_grad_of_view(base, case.view, grad_output)
+    return {"base": base, "x": x, "grad_output": grad_output, "expected_grad": expected_grad}
+
+
+@judge_only
+def _gen_judge(case: GenCase, e: dict, obs: dict, what: str, causes: tuple = (None, None)) -> None:
+    """The checks of one generated case, in order (forward's result, its values, the gradient)."""
+    if obs.get("skipped"):
+        fail(f"{what}: GELUFunction raised on too many generated inputs")
+    given = _gen_describe(case, e["x"])
+    out = _expect_output(obs, e["x"], what, given)
+    _expect_values(out, e["x"], what, given, cause=causes[0])
+    if e["grad_output"] is not None:
+        _expect_grad(obs, e["x"], e["base"], e["grad_output"], e["expected_grad"],
+                     f"{what}: the gradient is wrong", given, cause=causes[1])
+
+
+@judge_only
+def _gen_fails(case: GenCase, e: dict, obs: dict) -> bool:
+    try:
+        _gen_judge(case, e, obs, "")
+    except (CheckFailed, StudentCodeError):
+        return True
+    return False
+
+
+@judge_only
+def _gen_causes(case: GenCase, e: dict, obs: dict) -> tuple[list[str] | None, list[str] | None]:
+    """(forward causes, backward causes) that fit this failing case: None where that part is right (no
+    evidence either way), [] where it is wrong and no catalogued slip fits."""
+    x, out = e["x"], obs.get("out")
+    if "raised" in obs or not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(x.shape):
+        return [], []
+    forward = None if _close(out, _torch_gelu(x), _TOLERANCE[x.dtype]) else _forward_causes(x, out)
+    grad = obs.get("grad")
+    if e["grad_output"] is None or forward is not None:
+        return forward, None
+    if not isinstance(grad, torch.Tensor) or grad.shape != e["base"].shape:
+        return forward, []
+    if _close(grad, e["expected_grad"], _GRAD_TOLERANCE[x.dtype]):
+        return forward, None
+    # (a view's gradient is w.r.t. its base, which the slips' formulas do not give: no evidence either way)
+    return forward, (_backward_causes(x, e["grad_output"], grad) if case.view is None else None)
+
+
+def _cause_key(cause: str) -> str:
+    """A cause without the input value it names (the same slip names another x in another case)."""
+    return re.sub(r"at x = [^:]*:", "at x = ...:", cause)
+
+
+def _common(lists: list) -> str | None:
+    """The one cause in every list that is not None (a part that was wrong), as the first list words it."""
+    lists = [c for c in lists if c is not None]
+    if not lists:
+        return None
+    keys = [{_cause_key(c) for c in causes} for causes in lists]
+    common = [c for c in lists[0] if all(_cause_key(c) in other for other in keys)]
+    return common[0] if len(common) == 1 else None
+
+
+@judge_only
+def _expect_generated(student: Submission, device: torch.device, count: int, what: str, **options) -> None:
+    """``count`` generated inputs (one scenario call); on a failure, the smallest failing input (shrunk with the
+    student's own class), with a likely cause only when one catalogued slip fits every failing input."""
+    cases = domain.draw(lambda g: generate_case(g, **options), count, size=GenCase.size)
+    expected = {case: _gen_expected(case, device) for case in cases}
+
+    def observe(batch: list[GenCase]) -> list[dict]:
+        observations = []
+        for start in range(0, len(batch), 20):  # 20 a request: a slow but correct answer stays within its time limit
+            chunk = batch[start:start + 20]
+            sent = [(expected[c]["base"].detach().clone(), c.view, c.requires_grad, expected[c]["grad_output"])
+                    for c in chunk]
+            seen = _scenario(student, f"{_CALL} on {len(chunk)} generated inputs", _run_generated, sent)
+            if not isinstance(seen, list) or len(seen) != len(chunk):
+                raise TypeError("the scenario sent back the wrong number of observations")
+            observations.extend(seen)
+        return observations
+
+    seen = dict(zip(cases, observe(cases)))
+    failing = [_gen_fails(c, expected[c], seen[c]) for c in cases]
+    if not any(failing):
+        return
+    tried, wrong = len(cases), sum(failing)
+    case = domain.smallest(cases, failing, size=GenCase.size)
+
+    def fails(candidates: list[GenCase]) -> list[bool]:
+        expected.update({c: _gen_expected(c, device) for c in candidates})
+        seen.update(zip(candidates, observe(candidates)))
+        return [_gen_fails(c, expected[c], seen[c]) for c in candidates]
+
+    case = domain.shrink(case, smaller_cases, fails)
+    bad = [case] + [c for c in seen if c != case and not seen[c].get("skipped") and _gen_fails(c, expected[c], seen[c])]
+    evidence = [_gen_causes(c, expected[c], seen[c]) for c in bad]
+    causes = (_common([f for f, _ in evidence]), _common([b for _, b in evidence]))
+    _gen_judge(case, expected[case], seen[case],
+               f"{what} ({wrong} of the {tried} generated inputs tried failed; the smallest one)", causes)
+    raise TypeError("a generated case failed, then passed when judged again")
+
+
+# ==================================================================================================
 # Checks
 # ==================================================================================================
 def _one_thread(check):
@@ -564,6 +849,8 @@ def forward_matches_torch(student: Submission, device: torch.device) -> None:
         cases.append(_Case(x, f"GELUFunction.apply(x) differs from F.gelu(x, approximate=\"tanh\") in "
                               f"{dtype_name(dtype)}", _describe(x) + " with values in [-30, 30]"))
     _expect_cases(student, cases)
+    _expect_generated(student, device, 60, "GELUFunction.apply(x) differs from F.gelu(x, approximate=\"tanh\") on "
+                      "a generated input", grads=False)
 
 
 @GELU.check(points=1)
@@ -580,6 +867,7 @@ def backward_matches_torch(student: Submission, device: torch.device) -> None:
             f"the gradient of GELUFunction differs from autograd's through F.gelu in {dtype_name(dtype)}",
             values=False))
     _expect_cases(student, cases)
+    _expect_generated(student, device, 60, "GELUFunction is wrong on a generated input", grads=True)
 
 
 def _gradcheck_report(report: str, limit: int = 24) -> str:
@@ -664,6 +952,8 @@ def bfloat16(student: Submission, device: torch.device) -> None:
         _Case(base, what, f"x = base[1:, ::2].t(): {_describe(base.as_strided(*view))}, and a random bfloat16 "
                           "grad_output", torch.randn(view[0]).to(torch.bfloat16).to(device), what_grad, view=view),
     ])
+    _expect_generated(student, device, 30, "GELUFunction is wrong on a generated bfloat16 input",
+                      dtypes=(torch.bfloat16,))
 
 
 @GELU.check(points=1)
@@ -699,6 +989,8 @@ def any_shape_and_layout(student: Submission, device: torch.device) -> None:
     cases.append(_Case(plain, "GELUFunction.apply is wrong for an input that does not require grad",
                        _describe(plain) + " with requires_grad=False", requires_grad=False))
     _expect_cases(student, cases)
+    _expect_generated(student, device, 40, "GELUFunction is wrong on a generated input of an odd layout",
+                      layouts=_LAYOUTS[1:])
 
 
 @GELU.check(points=1)

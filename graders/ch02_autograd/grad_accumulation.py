@@ -7,6 +7,11 @@ objects from the same spec and trains them the ordinary way (one forward and bac
 window). The scenario observes the parameters after the call, what it returned, and (through the
 optimizer's step hooks) the gradient each optimizer step used and the window's losses just before and
 after each step.
+
+Every check but returns_float_list also judges generated calls (``generate_spec`` / ``generate_invalid_spec``:
+any relation of the number of micro-batches to accum_steps, batch size, model, loss, dtype, optimizer, param
+groups, leftover .grad and optimizer state the specification allows), and reports the smallest failing call,
+shrunk with the student's own function; a slip is named there only when it alone explains every failing call.
 """
 
 from __future__ import annotations
@@ -20,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from graders import wire
+from graders import domain, wire
 from graders.compare import difference, dtype_name, one_torch_thread, show, show_number, type_name
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 ACCUMULATION = exercise("grad_accumulation", chapter="02_autograd", names=["train_with_accumulation"],
@@ -55,8 +60,32 @@ def _frozen_first_layer() -> nn.Module:
     return model
 
 
+class _WithUnused(nn.Module):
+    """A model one of whose parameters (``spare``) forward never uses: its .grad stays None after backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+        self.spare = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def _nested() -> nn.Module:
+    """One level deeper: Sequential inside Sequential, the middle block frozen."""
+    model = nn.Sequential(nn.Sequential(nn.Linear(3, 4), nn.ReLU()),
+                          nn.Sequential(nn.Linear(4, 4), nn.Tanh()), nn.Linear(4, 2))
+    model[1].requires_grad_(False)
+    return model
+
+
 _ARCHITECTURES = {
     "mlp": (_mlp, "Linear(3, 5)-Tanh-Linear(5, 2)"),
+    "unused": (_WithUnused, "Linear(3, 4)-Tanh-Linear(4, 2) with a parameter forward never uses (its .grad stays "
+                            "None)"),
+    "nested": (_nested, "Sequential(Sequential(Linear(3, 4), ReLU()), Sequential(Linear(4, 4), Tanh()) frozen, "
+                        "Linear(4, 2))"),
     "classifier": (_classifier, "Linear(4, 6)-ReLU-Linear(6, 3)"),
     "frozen": (_frozen_first_layer,
                "Linear(3, 5)-Tanh-Linear(5, 2) with the first Linear frozen (requires_grad=False)"),
@@ -65,10 +94,20 @@ _LOSSES = {
     "mse": (lambda: nn.MSELoss(), "nn.MSELoss()"),
     "cross_entropy": (lambda: F.cross_entropy, "F.cross_entropy (a function)"),
     "smooth_l1": (lambda: nn.SmoothL1Loss(), "nn.SmoothL1Loss()"),
+    "mse_function": (lambda: F.mse_loss, "F.mse_loss (a function)"),
+    "l1_lambda": (lambda: _l1, "a function of your own, (outputs - targets).abs().mean()"),
 }
 
 
-@dataclasses.dataclass(frozen=True)
+def _l1(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return (outputs - targets).abs().mean()
+
+
+def _linears(model: nn.Module) -> list[nn.Linear]:
+    return [m for m in model.modules() if isinstance(m, nn.Linear)]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)  # compared (and hashed) by identity: it holds tensors
 class Spec:
     """Everything needed to build (model, micro_batches, loss_fn, optimizer) identically twice."""
 
@@ -83,20 +122,32 @@ class Spec:
     accum: int
     junk: list | None  # a .grad for every parameter, set before the call
     measure: bool = False  # evaluate the window's losses just before and after each step
+    prestep: bool = False  # the optimizer already made a step (on the junk gradients): it has state
+    record: bool = True  # record the gradient and the parameters around every step (else only count the steps)
+    scale: float = 1.0  # what the inputs (and regression targets) were multiplied by (for the description)
 
     def describe(self) -> str:
         options = ", ".join(f"{k}={v}" for k, v in self.options.items())
         groups = " with one param group per layer (lr, 2*lr)" if self.per_layer else ""
-        return (f"{len(self.data)} micro-batches of {_MICRO_BATCH} samples, accum_steps={self.accum}, optimizer "
+        batch = len(self.data[0][0]) if self.data else _MICRO_BATCH
+        junk = ""
+        if self.junk:
+            some = any(j is None for j in self.junk)
+            junk = (", and junk already in " + ("some parameters' .grad (None in the others)" if some else
+                                                "every parameter's .grad") + " before the call")
+        state = ", the optimizer already stepped once before the call (it has state)" if self.prestep else ""
+        if self.scale != 1:
+            state += f", inputs of randn * {self.scale:g} (gradient norms far above 1)"
+        return (f"{len(self.data)} micro-batches" + (f" of {batch} samples" if self.data else "")
+                + f", accum_steps={self.accum}, optimizer "
                 f"{self.optimizer}({options}){groups}, model {_ARCHITECTURES[self.arch][1]} in "
-                f"{dtype_name(self.dtype)}, loss_fn {_LOSSES[self.loss][1]}"
-                + (", and junk already in every parameter's .grad before the call" if self.junk else ""))
+                f"{dtype_name(self.dtype)}, loss_fn {_LOSSES[self.loss][1]}{junk}{state}")
 
 
 def _make_optimizer(model: nn.Module, spec: Spec) -> torch.optim.Optimizer:
     cls = getattr(torch.optim, spec.optimizer)
     if spec.per_layer:
-        layers = [m for m in model if isinstance(m, nn.Linear) and m.weight.requires_grad]
+        layers = [m for m in _linears(model) if m.weight.requires_grad]
         base = spec.options["lr"]
         groups = [{"params": list(m.parameters()), "lr": base * (i + 1)} for i, m in enumerate(layers)]
         return cls(groups, **spec.options)
@@ -114,7 +165,9 @@ def build(spec: Spec, device: torch.device | str):
     optimizer = _make_optimizer(model, spec)
     if spec.junk is not None:
         for p, junk in zip(model.parameters(), spec.junk):
-            p.grad = junk.to(device=device, dtype=p.dtype).clone()
+            p.grad = None if junk is None else junk.to(device=device, dtype=p.dtype).clone()
+        if spec.prestep:
+            optimizer.step()
     return model, micro_batches, _LOSSES[spec.loss][0](), optimizer
 
 
@@ -167,13 +220,17 @@ def run_training(student: RunnerStudent, spec: Spec, device: str) -> dict:
             return [float(loss_fn(model(x), y)) for x, y in windows[k]]
 
     def pre_step(opt, args, kwargs):
+        if not spec.record:  # only count the steps
+            steps.append(None)
+            return
         steps.append(_flat_grads(params))
         params_before.append(_flat(params))
         before.append(window_losses(len(before)))
 
     def post_step(opt, args, kwargs):
-        params_after.append(_flat(params))
-        after.append(window_losses(len(after)))
+        if spec.record:
+            params_after.append(_flat(params))
+            after.append(window_losses(len(after)))
 
     optimizer.register_step_pre_hook(pre_step)
     optimizer.register_step_post_hook(post_step)
@@ -193,26 +250,145 @@ def run_training(student: RunnerStudent, spec: Spec, device: str) -> dict:
 # In the judge
 # ==================================================================================================
 def _spec(arch: str = "mlp", *, n_micro: int, accum: int, optimizer: str = "SGD", options: dict | None = None,
-          loss: str = "mse", dtype: torch.dtype = torch.float64, per_layer: bool = False, junk: bool = False,
-          measure: bool = False) -> Spec:
-    """A spec with a freshly initialised model and random data (the judge's RNG is seeded per check)."""
+          loss: str = "mse", dtype: torch.dtype = torch.float64, per_layer: bool = False, junk: bool | str = False,
+          measure: bool = False, prestep: bool = False, batch: int = _MICRO_BATCH, scale: float = 1.0) -> Spec:
+    """A spec with a freshly initialised model and random data (the judge's RNG is seeded per check).
+
+    ``junk``: True or "every" sets a .grad on every parameter before the call, "some" on about half of them (the
+    others None); ``prestep``: the optimizer then steps once on it (so it has state); ``scale`` multiplies the
+    inputs (and regression targets), so gradient norms grow far above 1."""
     with one_torch_thread():
-        return _new_spec(arch, n_micro, accum, optimizer, options, loss, dtype, per_layer, junk, measure)
+        return _new_spec(arch, n_micro, accum, optimizer, options, loss, dtype, per_layer, junk, measure, prestep,
+                         batch, scale)
 
 
-def _new_spec(arch, n_micro, accum, optimizer, options, loss, dtype, per_layer, junk, measure) -> Spec:
+def _new_spec(arch, n_micro, accum, optimizer, options, loss, dtype, per_layer, junk, measure, prestep=False,
+              batch=_MICRO_BATCH, scale=1.0) -> Spec:
     model = _ARCHITECTURES[arch][0]().to(dtype)
     state = {name: p.detach().clone() for name, p in model.named_parameters()}
-    features = model[0].in_features
+    features, outputs = _linears(model)[0].in_features, _linears(model)[-2 if arch == "unused" else -1].out_features
     data = []
     for _ in range(n_micro):
-        x = torch.randn(_MICRO_BATCH, features, dtype=dtype)
-        y = (torch.randint(0, 3, (_MICRO_BATCH,)) if loss == "cross_entropy" else
-             torch.randn(_MICRO_BATCH, model[-1].out_features, dtype=dtype))
+        x = torch.randn(batch, features, dtype=dtype) * scale
+        y = (torch.randint(0, outputs, (batch,)) if loss == "cross_entropy" else
+             torch.randn(batch, outputs, dtype=dtype) * scale)
         data.append((x, y))
-    junk_grads = [torch.randn(p.shape, dtype=dtype) * 5 for p in model.parameters()] if junk else None
+    junk_grads = None
+    if junk:
+        # Frozen parameters get none (no optimizer step or zero_grad of the optimizer reaches them), nor does a
+        # parameter forward never uses: zero_grad(set_to_none=False) would leave it a zero .grad that a weight
+        # decay or Adam then steps, and zero_grad() None, which the optimizer skips; both are ordinary training.
+        unused = {id(p) for p in model.spare.parameters()} if arch == "unused" else set()
+        junk_grads = [torch.randn(p.shape, dtype=dtype) * 5 if p.requires_grad and id(p) not in unused else None
+                      for p in model.parameters()]
+        if junk == "some":
+            junk_grads = [j if k % 2 == 0 else None for k, j in enumerate(junk_grads)]
     return Spec(arch, dtype, state, data, loss, optimizer, dict(options or {"lr": 0.1}), per_layer, accum, junk_grads,
-                measure)
+                measure, prestep and junk_grads is not None, scale=scale)
+
+
+# ==================================================================================================
+# The generated domain (from the specification's sentences): any number of windows (none at all too) of any
+# accum_steps (1, the whole list, and between), micro-batches of any equal batch size (1 too), models flat,
+# nested one level deeper, with a frozen block or a parameter forward never uses (its .grad stays None), in
+# float32 or float64, losses given as modules, functions or a function of the student's own, every optimizer
+# of torch.optim that keeps state or not (SGD plain, with momentum, dampening, Nesterov, weight decay; Adam,
+# AMSGrad, AdamW, RMSprop, Adagrad), in one or several param groups, data scaled so that gradient norms lie
+# far above 1 (a clip that should not be there acts), .grad left over in every parameter or only some (None
+# in the others), an optimizer that already has state; and invalid accum_steps (0, negative) or a number of
+# micro-batches that is no multiple of it (fewer, between one and two windows, one more), with any data.
+# ==================================================================================================
+_GENERATED_OPTIMIZERS = {
+    "plain": [("SGD", {"lr": 0.1}), ("SGD", {"lr": 0.3}), ("SGD", {"lr": 0.02})],
+    "momentum": [("SGD", {"lr": 0.05, "momentum": 0.9}), ("SGD", {"lr": 0.1, "momentum": 0.5, "dampening": 0.3}),
+                 ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01})],
+    "adaptive": [("Adam", {"lr": 0.01}), ("Adam", {"lr": 0.01, "amsgrad": True}),
+                 ("AdamW", {"lr": 0.01, "weight_decay": 0.1}), ("RMSprop", {"lr": 0.01}), ("Adagrad", {"lr": 0.1})],
+}
+_GENERATED_OPTIMIZERS["any"] = [o for group in _GENERATED_OPTIMIZERS.values() for o in group]
+_BATCH_SIZES = (1, 2, 5, 7, 16)
+
+
+def _relation_sizes(generator, relation: str) -> tuple[int, int]:
+    """(number of micro-batches, accum_steps) of a valid call."""
+    accum = domain.small_int(generator, 1, 4)
+    windows = domain.pick(generator, [1, 2, 3])
+    if relation == "one_step":
+        return accum, accum
+    if relation == "plain":
+        return windows, 1
+    if relation == "empty":
+        return 0, accum
+    return windows * accum, accum
+
+
+def generate_spec(generator, optimizers: str = "any", *, leftovers: float = 0.3,
+                  relations: tuple[str, ...] = ("windows", "windows", "windows", "one_step", "plain")) -> Spec:
+    """A valid call, drawn from the whole domain (``optimizers`` names the family of optimizers)."""
+    n_micro, accum = _relation_sizes(generator, domain.pick(generator, relations))
+    arch = domain.pick(generator, list(_ARCHITECTURES), [3, 2, 2, 2, 2])
+    name, options = domain.pick(generator, _GENERATED_OPTIMIZERS[optimizers])
+    junk = None
+    if generator.random() < leftovers:
+        junk = domain.pick(generator, ["every", "some"])
+    # Inputs scaled up make gradient norms far above 1, in float64 only: in float32 the large steps they cause
+    # amplify the rounding by which accumulation and concatenation differ beyond float32's tolerance.
+    dtype = domain.pick(generator, [torch.float64, torch.float32])
+    scale = domain.pick(generator, [1.0, 1.0, 3.0, 10.0]) if dtype == torch.float64 else 1.0
+    spec = _spec(arch, n_micro=n_micro, accum=accum, optimizer=name, options=dict(options),
+                 loss=domain.pick(generator, list(_LOSSES)), dtype=dtype, per_layer=generator.random() < 0.3,
+                 junk=junk, prestep=junk is not None and generator.random() < 0.5,
+                 batch=domain.pick(generator, _BATCH_SIZES), scale=scale)
+    return dataclasses.replace(spec, record=False)  # recorded again when it fails
+
+
+def generate_invalid_spec(generator) -> Spec:
+    """accum_steps < 1 (with any number of micro-batches, 0 too, a multiple of it or not), or a number of
+    micro-batches that is no multiple of accum_steps >= 2."""
+    if generator.random() < 0.4:
+        accum = domain.pick(generator, [0, -1, -domain.small_int(generator, 1, 6)])
+        n_micro = domain.pick(generator, [0, domain.small_int(generator, 1, 8), 2 * abs(accum)])
+    else:
+        accum = domain.small_int(generator, 2, 6)
+        n_micro = domain.pick(generator, [
+            generator.randint(1, accum - 1),  # fewer than one window
+            generator.randint(accum + 1, 2 * accum - 1) if accum > 2 else accum + 1,  # between one and two
+            accum * domain.small_int(generator, 1, 3) + 1,  # one more than a multiple
+            accum * domain.small_int(generator, 2, 3) - 1])  # one less
+    return dataclasses.replace(_spec(n_micro=n_micro, accum=accum, batch=domain.pick(generator, [1, 5])), record=False)
+
+
+def spec_size(spec: Spec) -> tuple:
+    return (len(spec.data), abs(spec.accum), spec.prestep, spec.junk is not None, spec.per_layer,
+            len(spec.data[0][0]) if spec.data else 0, sum(t.numel() for t in spec.state.values()),
+            _GENERATED_OPTIMIZERS["any"].index((spec.optimizer, spec.options))
+            if (spec.optimizer, spec.options) in _GENERATED_OPTIMIZERS["any"] else 0, spec.dtype == torch.float32)
+
+
+def smaller_specs(spec: Spec) -> list[Spec]:
+    """Smaller variants of a failing valid call, for shrinking (each still valid)."""
+    n, accum = len(spec.data), spec.accum
+    out = []
+    if n > accum:
+        out.append(dataclasses.replace(spec, data=spec.data[:n - accum]))
+    out.extend(dataclasses.replace(spec, accum=a) for a in range(1, accum) if n % a == 0)
+    if spec.prestep:
+        out.append(dataclasses.replace(spec, prestep=False))
+    if spec.junk is not None:
+        out.append(dataclasses.replace(spec, junk=None, prestep=False))
+    if spec.per_layer:
+        out.append(dataclasses.replace(spec, per_layer=False))
+    if (spec.optimizer, spec.options) != ("SGD", {"lr": 0.1}):
+        out.append(dataclasses.replace(spec, optimizer="SGD", options={"lr": 0.1}))
+    batch = len(spec.data[0][0]) if spec.data else 1
+    for smaller in sorted({1, batch // 2} - {0, batch}):
+        out.append(dataclasses.replace(spec, data=[(x[:smaller], y[:smaller]) for x, y in spec.data]))
+    if spec.dtype == torch.float32:
+        wide = {name: t.double() for name, t in spec.state.items()}
+        data = [(x.double(), y if y.dtype == torch.int64 else y.double()) for x, y in spec.data]
+        junk = None if spec.junk is None else [None if j is None else j.double() for j in spec.junk]
+        out.append(dataclasses.replace(spec, dtype=torch.float64, state=wide, data=data, junk=junk))
+    return out
 
 
 @dataclasses.dataclass
@@ -230,28 +406,31 @@ class _Ordinary:
     initial: dict[str, torch.Tensor]
 
 
-def _ordinary_training(spec: Spec, device: torch.device) -> _Ordinary:
+def _ordinary_training(spec: Spec, device: torch.device, *, diagnose: bool = True) -> _Ordinary:
+    """Ordinary training on ``spec``; without ``diagnose`` only the losses, step gradients and parameters (the
+    micro-batch losses and gradients that name a slip are left empty)."""
     with one_torch_thread():  # tiny tensors: a thread pool costs far more than it saves
-        return _train_concatenated(spec, device)
+        return _train_concatenated(spec, device, diagnose)
 
 
-def _train_concatenated(spec: Spec, device: torch.device) -> _Ordinary:
+def _train_concatenated(spec: Spec, device: torch.device, diagnose: bool = True) -> _Ordinary:
     model, micro_batches, loss_fn, optimizer = build(spec, device)
     params = list(model.parameters())
     trainable = [p for p in params if p.requires_grad]
     initial = {name: p.detach().cpu().clone() for name, p in model.named_parameters()}
     windows = [micro_batches[i:i + spec.accum] for i in range(0, len(micro_batches), spec.accum)]
     first_grads = []
-    for x, y in windows[0] if windows else []:
-        grads = iter(torch.autograd.grad(loss_fn(model(x), y), trainable))
-        first_grads.append(torch.cat([(next(grads) if p.requires_grad else torch.zeros_like(p)).reshape(-1)
+    for x, y in windows[0] if windows and diagnose else []:
+        grads = dict(zip(map(id, trainable), torch.autograd.grad(loss_fn(model(x), y), trainable, allow_unused=True)))
+        first_grads.append(torch.cat([(torch.zeros_like(p) if grads.get(id(p)) is None else grads[id(p)]).reshape(-1)
                                       for p in params]).detach().cpu())
     with torch.no_grad():
-        initial_micro = [[float(loss_fn(model(x), y)) for x, y in window] for window in windows]
+        initial_micro = [[float(loss_fn(model(x), y)) for x, y in window] for window in windows] if diagnose else []
     losses, step_grads, micro_losses, params_before, params_after = [], [], [], [], []
     for window in windows:
-        with torch.no_grad():
-            micro_losses.append([float(loss_fn(model(x), y)) for x, y in window])
+        if diagnose:
+            with torch.no_grad():
+                micro_losses.append([float(loss_fn(model(x), y)) for x, y in window])
         inputs, targets = torch.cat([x for x, _ in window]), torch.cat([y for _, y in window])
         optimizer.zero_grad()
         loss = loss_fn(model(inputs), targets)
@@ -328,41 +507,54 @@ _MANUAL_UPDATE = ("something other than optimizer.step() changed the parameters 
 
 
 def _training_cause(spec: Spec, expected: _Ordinary, observed: dict) -> tuple[str | None, str | None]:
-    """(where, likely cause) from what the optimizer saw at each step (recorded by step pre- and post-hooks)."""
+    """(where, likely cause) from what the optimizer saw at each step: the cause only when one catalogued slip
+    alone gives what was seen."""
+    where, causes = _training_causes(spec, expected, observed)
+    return where, causes[0] if len(causes) == 1 else None
+
+
+def _training_causes(spec: Spec, expected: _Ordinary, observed: dict) -> tuple[str | None, list[str]]:
+    """(where, the catalogued slips that give what the optimizer saw) from the step pre- and post-hooks."""
     n_micro, dtype = len(spec.data), spec.dtype
     seen = observed["steps"]
     windows = len(expected.step_grads)
     if len(seen) != windows:
-        return None, _steps_cause(len(seen), n_micro, windows)
+        return None, [_steps_cause(len(seen), n_micro, windows)]
     for k in range(windows):
         if not _close(observed["params_before"][k], expected.params_before[k], dtype):
             between = "before the first optimizer.step()" if k == 0 else f"between optimizer steps {k} and {k + 1}"
             return (f"{between} the parameters changed: "
-                    f"{difference(observed['params_before'][k], expected.params_before[k])}"), _MANUAL_UPDATE
+                    f"{difference(observed['params_before'][k], expected.params_before[k])}"), [_MANUAL_UPDATE]
         got, right = seen[k], expected.step_grads[k]
         if k == 0 and not _close(got, right, dtype):
             return (f"at the first optimizer.step(), the gradient (all parameters, flattened): "
-                    f"{difference(got, right)}"), _first_step_cause(spec, expected, got)
+                    f"{difference(got, right)}"), _first_step_causes(spec, expected, got)
         if not _close(got, right, dtype):
             where = f"at optimizer step {k + 1}, the gradient: {difference(got, right)}"
             if _close(got, right + seen[k - 1], dtype):
-                return where, (f"gradients are not cleared between windows: step {k + 1} also used window {k}'s "
-                               "gradient; call zero_grad() before every window (or after every step), not once at "
-                               "the start")
+                return where, [(f"gradients are not cleared between windows: a step also used the previous window's "
+                                "gradient; call zero_grad() before every window (or after every step), not once at "
+                                "the start")]
             return (f"the gradient at optimizer step {k + 1} is not the gradient of window {k + 1}'s mean loss "
-                    f"({difference(got, right)})"), None
+                    f"({difference(got, right)})"), []
         if not _close(observed["params_after"][k], expected.params_after[k], dtype):
             return (f"optimizer step {k + 1} had the right gradient, yet the parameters after it differ: "
-                    f"{difference(observed['params_after'][k], expected.params_after[k])}"), None
-    return "after the last optimizer.step() the parameters changed", _MANUAL_UPDATE
+                    f"{difference(observed['params_after'][k], expected.params_after[k])}"), []
+    return "after the last optimizer.step() the parameters changed", [_MANUAL_UPDATE]
 
 
 def _first_step_cause(spec: Spec, expected: _Ordinary, got: torch.Tensor) -> str | None:
+    causes = _first_step_causes(spec, expected, got)
+    return causes[0] if len(causes) == 1 else None
+
+
+def _first_step_causes(spec: Spec, expected: _Ordinary, got: torch.Tensor) -> list[str]:
+    """The catalogued slips whose first-step gradient is the student's (and not the right one)."""
     accum, n_micro, dtype = spec.accum, len(spec.data), spec.dtype
     right = expected.step_grads[0]
     if not got.abs().any():
-        return ("the gradients were all zero (or None) when optimizer.step() ran: zero_grad() was called between "
-                "backward() and step(), or backward() was never called")
+        return ["the gradients were all zero (or None) when optimizer.step() ran: zero_grad() was called between "
+                "backward() and step(), or backward() was never called"]
     first, last = expected.first_window_micro_grads[0], expected.first_window_micro_grads[-1]
     candidates = [
         (right * accum, "the loss was not divided by accum_steps: backward() ADDS the micro-batch gradients, so "
@@ -371,22 +563,20 @@ def _first_step_cause(spec: Spec, expected: _Ordinary, got: torch.Tensor) -> str
                         "the summed .grad once, not both)"),
         (right * accum / n_micro, "the loss was divided by len(micro_batches) instead of accum_steps (the number "
                                   "of micro-batches per window)"),
-        (right / _MICRO_BATCH, "the loss was also divided by the batch size: loss_fn already returns the mean "
-                               "over the micro-batch, so divide by accum_steps only"),
+        (right / len(spec.data[0][0]), "the loss was also divided by the batch size: loss_fn already returns the mean "
+                                       "over the micro-batch, so divide by accum_steps only"),
         (last / accum, "zero_grad() runs every micro-batch, so only the last micro-batch's gradient is left "
                        "when optimizer.step() runs; clear gradients once per window"),
         (first / accum, "optimizer.step() ran after the FIRST micro-batch of the window: step when "
                         "(i + 1) % accum_steps == 0, not when i % accum_steps == 0"),
     ]
     if spec.junk is not None:
-        junk = torch.cat([j.reshape(-1) for j in spec.junk]).to(right.dtype)
+        junk = torch.cat([(torch.zeros_like(p) if j is None else j).reshape(-1)
+                          for p, j in zip(spec.state.values(), spec.junk)]).to(right.dtype)
         candidates.insert(0, (right + junk, "zero_grad missing at the start: the .grad left over from before the "
                                             "call leaked into the first step; clear gradients before the first "
                                             "window"))
-    for wrong, cause in candidates:
-        if not _close(wrong, right, dtype) and _close(got, wrong, dtype):
-            return cause
-    return None
+    return [cause for wrong, cause in candidates if not _close(wrong, right, dtype) and _close(got, wrong, dtype)]
 
 
 def _expect_training(student: Submission, device: torch.device, cases: list[tuple[Spec, str]]) -> None:
@@ -448,6 +638,164 @@ def _mean(values: list[float]) -> float:
 
 
 # ==================================================================================================
+# Generated calls, judged together
+# ==================================================================================================
+_LOSS_TOLERANCE = {torch.float64: 1e-6, torch.float32: 1e-4}
+
+
+@judge_only
+def _generated_failure(spec: Spec, observed: dict | StudentCodeError, expected: _Ordinary) -> str | None:
+    """What is wrong with one generated valid call (None: nothing): it raised, made another number of steps,
+    returned other losses, or left other parameters."""
+    if isinstance(observed, StudentCodeError):
+        return "raised"
+    windows = len(expected.losses)
+    if len(observed["steps"]) != windows:
+        return "steps"
+    if not all(_close(observed["params"][name], want, spec.dtype) for name, want in expected.params.items()):
+        return "params"
+    result = observed["result"]
+    if not isinstance(result, (list, tuple)) or len(result) != windows:
+        return "losses"
+    values = [v.item() if isinstance(v, torch.Tensor) and v.numel() == 1 else v for v in result]
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+        return "losses"
+    rel = _LOSS_TOLERANCE[spec.dtype]
+    if not all(math.isclose(float(v), e, rel_tol=rel, abs_tol=rel * 1e-3) for v, e in zip(values, expected.losses)):
+        return "losses"
+    return None
+
+
+@judge_only
+def _loss_causes(spec: Spec, expected: _Ordinary, values: list[float]) -> list[str]:
+    """The catalogued slips whose losses are the student's (the parameters being right, the window's micro-batch
+    losses at its start are the judge's)."""
+    micro, accum, rel = expected.micro_losses, spec.accum, _LOSS_TOLERANCE[spec.dtype]
+
+    def same(a: list[float], b: list[float]) -> bool:
+        return len(a) == len(b) and all(math.isclose(x, y, rel_tol=rel, abs_tol=rel * 1e-3) for x, y in zip(a, b))
+
+    running = [sum(sum(m) for m in micro[:k + 1]) / accum for k in range(len(micro))]
+    candidates = [
+        ([sum(m) for m in micro], "the window's losses were summed; return their mean (divide by accum_steps)"),
+        ([e / accum for e in expected.losses], "the losses already divided by accum_steps were averaged again: keep "
+                                               "loss.item() from before the division"),
+        ([m[-1] for m in micro], "only the last micro-batch's loss of each window was kept; average all of them"),
+        ([x for m in micro for x in m], "one loss per micro-batch was returned; return one per window (their mean)"),
+        (running, "the running total of the losses is not reset between windows: start each window's total at 0"),
+    ]
+    return [why for wrong, why in candidates if not same(wrong, expected.losses) and same(values, wrong)]
+
+
+@judge_only
+def _generated_causes(spec: Spec, observed: dict | StudentCodeError, expected: _Ordinary, failure: str) -> list[str]:
+    if failure == "params":
+        return _training_causes(spec, expected, observed)[1]
+    if failure == "losses" and isinstance(observed["result"], (list, tuple)):
+        values = [v.item() if isinstance(v, torch.Tensor) and v.numel() == 1 else v for v in observed["result"]]
+        if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+            return _loss_causes(spec, expected, [float(v) for v in values])
+    return []
+
+
+@judge_only
+def _expect_generated(student: Submission, device: torch.device, count: int, what: str, **options) -> None:
+    """``count`` generated valid calls (one scenario call); on a failure, the smallest failing call (shrunk with
+    the student's own function), and a likely cause only when one catalogued slip explains every failing call."""
+    specs = domain.draw(lambda g: generate_spec(g, **options), count, size=spec_size)
+    seen_of = dict(zip(specs, _observe(student, specs, device)))
+    expected_of = {spec: _ordinary_training(spec, device, diagnose=False) for spec in specs}
+    failures = {spec: _generated_failure(spec, seen_of[spec], expected_of[spec]) for spec in specs}
+    failing = [failures[spec] is not None for spec in specs]
+    if not any(failing):
+        return
+    tried, wrong = len(specs), sum(failing)
+    spec = domain.smallest(specs, failing, size=spec_size)
+
+    def fails(candidates: list[Spec]) -> list[bool]:
+        for candidate, observed in zip(candidates, _observe(student, candidates, device)):
+            seen_of[candidate] = observed
+            expected_of[candidate] = _ordinary_training(candidate, device, diagnose=False)
+            failures[candidate] = _generated_failure(candidate, observed, expected_of[candidate])
+        return [failures[c] is not None for c in candidates]
+
+    spec = domain.shrink(spec, smaller_specs, fails)
+    if failures[spec] == "raised":
+        error = seen_of[spec].error
+        if error.is_instance(ValueError):
+            fail(f"{_call(spec)} on {spec.describe()} {error.describe()}, but these arguments are valid: "
+                 f"accum_steps={spec.accum} >= 1 and {len(spec.data)} micro-batches is a multiple of it (0 is a "
+                 "multiple of every accum_steps: no window, no step, an empty list)")
+        _student_failed(seen_of[spec], spec)
+    # The slips' evidence on every failing call (the 30 smallest), run again with every step recorded, with the
+    # diagnostic parts of ordinary training.
+    bad = [spec] + [s for s in sorted(failures, key=spec_size) if failures[s] is not None and s is not spec][:29]
+    recorded = [dataclasses.replace(s, record=True) for s in bad]
+    again = _observe(student, recorded, device)
+    explained = []
+    for s, observed in zip(recorded, again):
+        failure = _generated_failure(s, observed, _ordinary_training(s, device, diagnose=False))
+        if failure is not None:
+            explained.append(_generated_causes(s, observed, _ordinary_training(s, device), failure))
+    spec, observed = recorded[0], again[0]
+    expected = _ordinary_training(spec, device)
+    failure = _generated_failure(spec, observed, expected)
+    if failure is None or failure == "raised" or not explained:  # it passed (or raised) when run again
+        fail(f"{what}: {_call(spec)} on {spec.describe()} gave another result when run again (a grader error "
+             "unless your function depends on something besides its arguments; please report it)")
+    common = [c for c in explained[0] if all(c in other for other in explained)]
+    cause = common[0] if len(common) == 1 else None
+    headline = f"{what} ({wrong} of the {tried} generated calls tried failed; the smallest one)"
+    windows = len(expected.losses)
+    if failure == "steps":
+        steps = len(observed["steps"])
+        fail(f"{headline}\n  call: {_call(spec)} on {spec.describe()}\n  made {steps} optimizer steps; expected "
+             f"{windows}\n  {_steps_cause(steps, len(spec.data), windows)}")
+    if failure == "params":
+        where, _ = _training_causes(spec, expected, observed)
+        name = next(n for n, want in expected.params.items() if not _close(observed["params"][n], want, spec.dtype))
+        fail_mismatch(headline, given=f"{_call(spec)} on {spec.describe()}",
+                      expected="the parameters of ordinary training: one step per window on the concatenated window",
+                      got=f"different parameters (first: {name!r})",
+                      where=where or (f"parameter {name!r}: "
+                                      f"{difference(observed['params'][name], expected.params[name])}"),
+                      cause=cause)
+    result = observed["result"]
+    if not isinstance(result, (list, tuple)):
+        fail(f"{headline}\n  call: {_call(spec)} on {spec.describe()}\n  returned {show(result)} (a "
+             f"{type_name(result)}); expected a list with the mean loss of each window")
+    values = _floats(result, spec)
+    fail_mismatch(f"{headline}: the returned losses are not the windows' mean losses",
+                  given=f"{_call(spec)} on {spec.describe()}", expected=_show_floats(expected.losses),
+                  got=_show_floats(values), where=_float_where(values, expected.losses), cause=cause)
+
+
+@judge_only
+def _expect_generated_invalid(student: Submission, device: torch.device, count: int) -> None:
+    """``count`` generated invalid calls: each raises ValueError (the smallest one that does not is reported)."""
+    specs = domain.draw(generate_invalid_spec, count, size=spec_size)
+    observed = _observe(student, specs, device)
+    failing = [not (isinstance(o, StudentCodeError) and o.error.is_instance(ValueError)) for o in observed]
+    spec = domain.smallest(specs, failing, size=spec_size)
+    if spec is None:
+        return
+    seen = observed[specs.index(spec)]
+    n_micro, accum = len(spec.data), spec.accum
+    why = (f"accum_steps is {accum} (below 1)" if accum < 1 else
+           f"{n_micro} micro-batches do not split into windows of {accum}")
+    headline = (f"{sum(failing)} of the {len(specs)} generated invalid calls tried did not raise ValueError; the "
+                "smallest:")
+    if isinstance(seen, StudentCodeError):
+        if seen.error.kind != "raised":
+            raise seen.within(_call(spec)) from None
+        cause = ("\n  likely cause: assert raises AssertionError; raise ValueError(...) instead"
+                 if seen.error.exception_type == "AssertionError" else "")
+        fail(f"{headline} {_call(spec)} must raise ValueError because {why}, but it {seen.error.describe()}{cause}")
+    fail(f"{headline} {_call(spec)} returned {show(seen['result'])} after {len(seen['steps'])} optimizer step(s); it "
+         f"must raise ValueError because {why}")
+
+
+# ==================================================================================================
 # Checks
 # ==================================================================================================
 @ACCUMULATION.check(points=1)
@@ -486,6 +834,7 @@ def validates_arguments(student: Submission, device: torch.device) -> None:
         if steps != n_micro // accum:
             fail(f"{_call(spec)} (valid arguments) made {steps} optimizer steps; expected {n_micro // accum}\n"
                  f"  likely cause: {_steps_cause(steps, n_micro, n_micro // accum)}")
+    _expect_generated_invalid(student, device, 30)
 
 
 @ACCUMULATION.check(points=1)
@@ -571,6 +920,7 @@ def losses_are_window_means(student: Submission, device: torch.device) -> None:
                   given=moving.describe() + " (lr=0.1: the parameters move at every step)",
                   expected=_show_floats(before), got=_show_floats(values), where=_float_where(values, before),
                   cause=cause)
+    _expect_generated(student, device, 5, "the losses or parameters of a generated call are wrong")
 
 
 @ACCUMULATION.check(points=1)
@@ -581,6 +931,8 @@ def plain_sgd_matches(student: Submission, device: torch.device) -> None:
         (_spec("classifier", n_micro=6, accum=2, options={"lr": 0.2}, loss="cross_entropy", dtype=torch.float32),
          "after training a float32 classifier with plain SGD, the parameters are wrong"),
     ])
+    _expect_generated(student, device, 6, "after training with plain SGD, a generated call is wrong",
+                      optimizers="plain", leftovers=0.0)
 
 
 @ACCUMULATION.check(points=1)
@@ -593,6 +945,8 @@ def momentum_sgd_matches(student: Submission, device: torch.device) -> None:
                options={"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
          "after training with SGD with Nesterov momentum and weight decay, the parameters are wrong"),
     ])
+    _expect_generated(student, device, 5, "after training with SGD with momentum, a generated call is wrong",
+                      optimizers="momentum", leftovers=0.0)
 
 
 @ACCUMULATION.check(points=1)
@@ -605,6 +959,8 @@ def adam_matches(student: Submission, device: torch.device) -> None:
                per_layer=True),
          "after training with AdamW (param groups, a frozen layer), the parameters are wrong"),
     ])
+    _expect_generated(student, device, 5, "after training with an adaptive optimizer, a generated call is wrong",
+                      optimizers="adaptive", leftovers=0.0)
 
 
 @ACCUMULATION.check(points=1)
@@ -616,6 +972,8 @@ def leftover_grads_ignored(student: Submission, device: torch.device) -> None:
         (_spec(n_micro=3, accum=1, optimizer="Adam", options={"lr": 0.01}, junk=True),
          "with .grad already set before the call, the parameters are wrong"),
     ])
+    _expect_generated(student, device, 6, "with .grad (and optimizer state) left from before the call, a generated "
+                      "call is wrong", leftovers=1.0)
 
 
 @ACCUMULATION.check(points=1)
@@ -627,3 +985,5 @@ def edge_accum_steps(student: Submission, device: torch.device) -> None:
                                      (4, 4, "with accum_steps equal to the number of micro-batches (one step)"),
                                      (1, 1, "with a single micro-batch and accum_steps=1")]
     ])
+    _expect_generated(student, device, 5, "at the edges of accum_steps (1, all micro-batches, no micro-batch at all), "
+                      "a generated call is wrong", relations=("one_step", "plain", "empty"))

@@ -6,6 +6,11 @@ student's ``graph_ops`` walks it (twice, to see whether anything survives from o
 once here, where the judge walks its own copy of ``grad_fn.next_functions`` (the test suite proves that
 walk visits exactly the nodes the autograd engine executes). Graph structure does not depend on the
 random values in the tensors, so both copies have the same nodes.
+
+Besides the hand-written families, most checks count generated graphs (``Recipe``: plain data both processes
+build from, drawn by ``generate_recipe`` from the specification's whole domain, one scenario call per check) and
+report the smallest failing one, shrunk with the student's own function, as the code that builds it; a likely
+cause is named only when one catalogued slip gives what came back on every failing graph.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from graders import domain
 from graders.compare import one_torch_thread, show
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 GRAPH_OPS = exercise("graph_ops", chapter="02_autograd", names=["graph_ops"])
@@ -236,6 +242,359 @@ def build_family(name: str, device: torch.device | str) -> Cases:
 
 
 # ==================================================================================================
+# The generated domain (from the specification's sentences): random graphs of any op the autograd engine
+# records, on leaves of any floating or complex dtype that require grad or not (None entries of
+# next_functions, first, last or everywhere), nodes shared by many paths (an op's operands drawn from every
+# earlier tensor), multi-output nodes with all or some outputs used (unbind, split, chunk, max, var_mean, a
+# custom Function), detach boundaries and new leaves made from them, no_grad islands, in-place writes
+# (CopySlices), hooks and retain_grad, nn.Linear layers (frozen or not, nested Sequentials), chains of one
+# op past 256 nodes of a type, roots that are scalars, vectors, views, integer or bool results, leaves,
+# detached or made under no_grad, and graphs whose buffers a backward already freed.
+#
+# A Recipe is plain data: both processes build the same graph from it (the structure of a graph never depends
+# on the random values in its tensors).
+# ==================================================================================================
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    dtype: str  # a torch dtype's name
+    leaves: tuple[bool, ...]  # requires_grad of each leaf a, b, c, ...
+    ops: tuple[tuple[str, int, int, int], ...]  # (op, first operand, second operand, repeat) over the pool
+    root: str  # how t is made from the pool: see _ROOTS
+    picks: tuple[int, ...]  # the pool entries the root uses
+    after_backward: bool = False  # t.backward(...) already ran (its buffers are freed)
+
+    @property
+    def size(self) -> tuple[int, ...]:
+        return (len(self.ops) + sum(max(0, r - 1) for *_, r in self.ops), len(self.leaves), len(self.picks),
+                self.after_backward, _DTYPES.index(self.dtype))
+
+
+_DTYPES = ("float32", "float64", "bfloat16", "float16", "complex64")
+_REAL_ONLY = {"relu", "maximum", "max_dim"}
+# op: (code with {a} and {b}, category). Every op maps tensors of shape (4,) to one of shape (4,).
+_OPS: dict[str, tuple[str, str]] = {
+    "add": ("{out} = {a} + {b}", "binary"), "mul": ("{out} = {a} * {b}", "binary"),
+    "sub": ("{out} = {a} - {b}", "binary"), "div": ("{out} = {a} / ({b} * {b} + 1)", "binary"),
+    "stack": ("{out} = torch.stack([{a}, {b}]).sum(0)", "binary"),
+    "maximum": ("{out} = torch.maximum({a}, {b})", "binary"),
+    "matmul": ("{out} = ({a}.reshape(2, 2) @ {b}.reshape(2, 2)).reshape(4)", "binary"),
+    "exp": ("{out} = ({a} * 0.1).exp()", "unary"), "sin": ("{out} = {a}.sin()", "unary"),
+    "tanh": ("{out} = {a}.tanh()", "unary"), "relu": ("{out} = {a}.relu()", "unary"),
+    "sigmoid": ("{out} = {a}.sigmoid()", "unary"), "square": ("{out} = {a} ** 2", "unary"),
+    "scale": ("{out} = {a} * 2.0", "unary"), "neg": ("{out} = -{a}", "unary"),
+    "clone": ("{out} = {a}.clone()", "unary"),
+    "cast": ("{out} = {a}.to(WIDE).sin().to(DTYPE)", "unary"),
+    "transpose": ("{out} = {a}.reshape(2, 2).t().reshape(4)", "view"),
+    "roll": ("{out} = torch.cat([{a}[2:], {a}[:2]])", "view"), "expand": ("{out} = {a}[:1].expand(4)", "view"),
+    "flip": ("{out} = {a}.flip(0)", "view"), "sum_expand": ("{out} = {a}.sum().expand(4)", "view"),
+    "unbind": ("{out} = torch.stack({a}.unbind(0)[::-1])", "multi"),
+    "split": ("p, q = {a}.split(2); {out} = torch.cat([p * q, q])", "multi"),
+    "chunk_one": ("c0, c1 = {a}.chunk(2); {out} = torch.cat([c0, c0])", "multi"),
+    "custom": ("f, s = SplitInTwo.apply({a}); {out} = torch.cat([f, s])", "multi"),
+    "custom_one": ("f, _ = SplitInTwo.apply({a}); {out} = torch.cat([f, f])", "multi"),
+    "max_dim": ("values, indices = {a}.reshape(2, 2).max(dim=1); {out} = torch.cat([values, values * 2])", "multi"),
+    "var_mean": ("var, mean = torch.var_mean({a}.reshape(2, 2), dim=0); {out} = torch.cat([var, mean])", "multi"),
+    "detach": ("{out} = {a}.detach()", "cut"), "new_leaf": ("{out} = {a}.detach().requires_grad_(True)", "cut"),
+    "no_grad": ("{out} = {a} * 2 (under torch.no_grad())", "cut"),
+    "inplace_mul": ("{out} = {a}.clone(); {out}.mul_({b})", "inplace"),
+    "setitem": ("{out} = {a}.clone(); {out}[1:3] = {b}[1:3] * 2", "inplace"),
+    "hook": ("{out} = {a} * 3; {out}.register_hook(lambda g: g)", "state"),
+    "retain": ("{out} = {a} * 1.5; {out}.retain_grad()", "state"),
+    "linear": ("{out} = nn.Linear(4, 4)({a})", "module"),
+    "frozen_linear": ("lin = nn.Linear(4, 4); lin.weight.requires_grad_(False); {out} = lin({a})", "module"),
+    "nested": ("{out} = nn.Sequential(nn.Sequential(nn.Linear(4, 4), nn.Tanh()), nn.Linear(4, 4))({a})", "module"),
+    "chain": ("{out} = {a} * 1.01 * 1.01 * ... ({repeat} multiplications by 1.01, one after another)", "chain"),
+}
+_SPLIT_IN_TWO = ("SplitInTwo is a custom torch.autograd.Function with two outputs: forward(ctx, x) returns "
+                 "(x[:2] * 2.0, x[2:] * 3.0)")
+_ROOTS = {
+    "sum": "t = {total}.sum()", "vector": "t = {pick}", "view": "t = {pick}[1:]",
+    "integer": "t = {pick}.real.argmax()", "bool": "t = {pick}.real > 0", "leaf": "t = {leaf}",
+    "detached": "t = {pick}.detach()", "no_grad": "with torch.no_grad(): t = {pick} * 2",
+}
+_NO_GRAD_FN_ROOTS = ("integer", "bool", "leaf", "detached", "no_grad")
+
+
+def _apply_op(op: str, a: torch.Tensor, b: torch.Tensor, repeat: int, dtype: torch.dtype) -> torch.Tensor:
+    if op == "add":
+        return a + b
+    if op == "mul":
+        return a * b
+    if op == "sub":
+        return a - b
+    if op == "div":
+        return a / (b * b + 1)
+    if op == "stack":
+        return torch.stack([a, b]).sum(0)
+    if op == "maximum":
+        return torch.maximum(a, b)
+    if op == "matmul":
+        return (a.reshape(2, 2) @ b.reshape(2, 2)).reshape(4)
+    if op == "exp":
+        return (a * 0.1).exp()
+    if op in ("sin", "tanh", "relu", "sigmoid", "neg", "clone"):
+        return getattr(a, op)()
+    if op == "square":
+        return a**2
+    if op == "scale":
+        return a * 2.0
+    if op == "cast":
+        return a.to(torch.complex128 if a.is_complex() else torch.float64).sin().to(dtype)
+    if op == "transpose":
+        return a.reshape(2, 2).t().reshape(4)
+    if op == "roll":
+        return torch.cat([a[2:], a[:2]])
+    if op == "expand":
+        return a[:1].expand(4)
+    if op == "flip":
+        return a.flip(0)
+    if op == "sum_expand":
+        return a.sum().expand(4)
+    if op == "unbind":
+        return torch.stack(a.unbind(0)[::-1])
+    if op == "split":
+        p, q = a.split(2)
+        return torch.cat([p * q, q])
+    if op == "chunk_one":
+        c0, _ = a.chunk(2)
+        return torch.cat([c0, c0])
+    if op == "custom":
+        return torch.cat(list(SplitInTwo.apply(a)))
+    if op == "custom_one":
+        first, _ = SplitInTwo.apply(a)
+        return torch.cat([first, first])
+    if op == "max_dim":
+        values, _ = a.reshape(2, 2).max(dim=1)
+        return torch.cat([values, values * 2])
+    if op == "var_mean":
+        return torch.cat(list(torch.var_mean(a.reshape(2, 2), dim=0)))
+    if op == "detach":
+        return a.detach()
+    if op == "new_leaf":
+        return a.detach().requires_grad_(True)
+    if op == "no_grad":
+        with torch.no_grad():
+            return a * 2
+    if op == "inplace_mul":
+        y = a.clone()
+        return y.mul_(b)
+    if op == "setitem":
+        y = a.clone()
+        y[1:3] = b[1:3] * 2
+        return y
+    if op == "hook":
+        y = a * 3
+        if y.requires_grad:
+            y.register_hook(_same_gradient)
+        return y
+    if op == "retain":
+        y = a * 1.5
+        if y.requires_grad:
+            y.retain_grad()
+        return y
+    if op in ("linear", "frozen_linear", "nested"):
+        # nn.Linear's forward is F.linear(x, weight, bias): the same nodes, without the cost of initialising a module
+        def linear(x: torch.Tensor, frozen: bool = False) -> torch.Tensor:
+            weight = torch.randn(4, 4).to(device=a.device, dtype=dtype).requires_grad_(not frozen)
+            return F.linear(x, weight, torch.randn(4).to(device=a.device, dtype=dtype).requires_grad_(True))
+
+        if op == "nested":
+            return linear(linear(a).tanh())
+        return linear(a, frozen=op == "frozen_linear")
+    if op == "chain":
+        for _ in range(repeat):
+            a = a * 1.01
+        return a
+    raise ValueError(f"unknown op {op}")
+
+
+def _same_gradient(grad: torch.Tensor) -> torch.Tensor:
+    return grad
+
+
+def build_recipe(recipe: Recipe, device: torch.device | str) -> tuple[torch.Tensor, list]:
+    """t for the recipe, and the pool of tensors (kept alive alongside t). The same nodes wherever it is built."""
+    dtype = getattr(torch, recipe.dtype)
+    device = torch.device(device)
+    with torch.enable_grad():
+        pool = [torch.randn(4).to(device=device, dtype=dtype).requires_grad_(rg) for rg in recipe.leaves]
+        for op, i, j, repeat in recipe.ops:
+            pool.append(_apply_op(op, pool[i], pool[j], repeat, dtype))
+        picked = [pool[i] for i in recipe.picks]
+        root = recipe.root
+        if root == "sum":
+            total = picked[0]
+            for other in picked[1:]:
+                total = total + other
+            t = total.abs().sum() if total.is_complex() else total.sum()
+        elif root == "vector":
+            t = picked[0]
+        elif root == "view":
+            t = picked[0][1:]
+        elif root == "integer":
+            t = picked[0].real.argmax()
+        elif root == "bool":
+            t = picked[0].real > 0
+        elif root == "leaf":
+            t = pool[recipe.picks[0]]
+        elif root == "detached":
+            t = picked[0].detach()
+        else:
+            with torch.no_grad():
+                t = picked[0] * 2
+        if recipe.after_backward and t.grad_fn is not None:
+            t.backward(torch.ones_like(t))
+    return t, pool
+
+
+def _name(index: int, recipe: Recipe) -> str:
+    return "abcdefgh"[index] if index < len(recipe.leaves) else f"v{index - len(recipe.leaves) + 1}"
+
+
+def recipe_code(recipe: Recipe) -> str:
+    """The recipe as the code a student would write to build t (one statement a line)."""
+    dtype = f"torch.{recipe.dtype}"
+    wide = "torch.complex128" if recipe.dtype == "complex64" else "torch.float64"
+    lines = [f"{_name(i, recipe)} = torch.randn(4, dtype={dtype}" + (", requires_grad=True)" if rg else ")")
+             for i, rg in enumerate(recipe.leaves)]
+    for k, (op, i, j, repeat) in enumerate(recipe.ops):
+        code = _OPS[op][0].format(out=_name(len(recipe.leaves) + k, recipe), a=_name(i, recipe), b=_name(j, recipe),
+                                  repeat=repeat)
+        lines.append(code.replace("WIDE", wide).replace("DTYPE", dtype))
+    names = [_name(i, recipe) for i in recipe.picks]
+    total = " + ".join(names) if len(names) == 1 else f"({' + '.join(names)})"
+    root = _ROOTS[recipe.root].format(total=total, pick=names[0], leaf=names[0])
+    if recipe.root == "sum" and recipe.dtype == "complex64":
+        root = f"t = {total}.abs().sum()"
+    lines.append(root)
+    if recipe.after_backward:
+        lines.append("t.backward(torch.ones_like(t)) (before graph_ops(t): the graph's buffers are freed)")
+    custom = any(op in ("custom", "custom_one") for op, *_ in recipe.ops)
+    return "; ".join(lines) + (f"  ({_SPLIT_IN_TWO})" if custom else "")
+
+
+_CATEGORIES = ("binary", "unary", "view", "multi", "cut", "inplace", "state", "module", "chain")
+_FLAVOURS: dict[str, dict[str, float]] = {  # the weight of each category of op, per check
+    "any": dict.fromkeys(_CATEGORIES, 1.0) | {"binary": 3.0, "unary": 2.0, "chain": 0.3},
+    "shared": dict.fromkeys(_CATEGORIES, 0.3) | {"binary": 4.0, "multi": 4.0, "view": 1.0},
+    "without_grad": dict.fromkeys(_CATEGORIES, 0.5) | {"binary": 4.0, "module": 1.5},
+    "cut": dict.fromkeys(_CATEGORIES, 0.5) | {"binary": 3.0, "cut": 3.0},
+    "modules": dict.fromkeys(_CATEGORIES, 0.2) | {"module": 4.0, "binary": 1.0, "unary": 1.0},
+    "long": dict.fromkeys(_CATEGORIES, 0.3) | {"chain": 1.5, "binary": 2.0},
+}
+
+
+def generate_recipe(generator, flavour: str = "any", *, root: str | None = None) -> Recipe:
+    """A random graph: 1-5 leaves, 1-16 ops of the flavour's mix, any root (``root`` forces one)."""
+    dtype = domain.pick(generator, _DTYPES, [4, 2, 1, 1, 1])
+    n_leaves = domain.small_int(generator, 1, 5)
+    share_without = domain.pick(generator, [0.0, 0.3, 0.6, 1.0], [2, 3, 2, 1] if flavour != "without_grad"
+                                else [0, 2, 3, 2])
+    leaves = tuple(generator.random() >= share_without for _ in range(n_leaves))
+    if not any(leaves) and generator.random() < 0.8:  # mostly graphs with something to count
+        leaves = (True,) + leaves[1:] if flavour != "without_grad" or n_leaves == 1 else leaves[:-1] + (True,)
+    weights = _FLAVOURS[flavour]
+    ops_of = {c: [op for op, (_, cat) in _OPS.items() if cat == c and not (dtype == "complex64" and op in _REAL_ONLY)]
+              for c in _CATEGORIES}
+    ops = []
+    chained = 0
+    for _ in range(domain.small_int(generator, 1, 16)):
+        category = domain.pick(generator, _CATEGORIES, [weights[c] for c in _CATEGORIES])
+        if category == "chain" and chained:
+            category = "binary"
+        op = domain.pick(generator, ops_of[category])
+        size = n_leaves + len(ops)
+        recent = max(0, size - 3)
+        # operands: often the newest tensors (deep graphs), often any earlier one (shared nodes, diamonds)
+        i = generator.randint(recent, size - 1) if generator.random() < 0.5 else generator.randint(0, size - 1)
+        j = generator.randint(0, size - 1) if generator.random() < 0.7 else i  # x op x: one node, two edges
+        repeat = 1
+        if op == "chain":
+            # past 256 nodes of one type only where the check is about long graphs (they cost ~1 ms each)
+            repeat = generator.randint(257, 300) if flavour == "long" else domain.small_int(generator, 2, 20)
+            chained += 1
+        ops.append((op, i, j, repeat))
+    size = n_leaves + len(ops)
+    kind = root or domain.pick(generator, ["sum", "vector", "view", "integer", "bool", "leaf", "detached", "no_grad"],
+                               [6, 2, 1, 0.3, 0.3, 0.4, 0.3, 0.3])
+    if kind == "leaf":
+        picks = (generator.randint(0, n_leaves - 1),)
+    elif kind == "sum":
+        picks = (size - 1,) + tuple(generator.randint(0, size - 1) for _ in range(domain.small_int(generator, 0, 3)))
+    else:
+        picks = (domain.pick(generator, [size - 1, generator.randint(0, size - 1)]),)
+    after = kind in ("sum", "vector", "view") and generator.random() < 0.15
+    return Recipe(dtype, leaves, tuple(ops), kind, picks, after)
+
+
+def _without(recipe: Recipe, index: int, substitute: int) -> Recipe | None:
+    """The recipe with pool entry ``index`` removed, its uses replaced by ``substitute`` (an earlier entry)."""
+    def moved(k: int) -> int:
+        k = substitute if k == index else k
+        return k - 1 if k > index else k
+
+    n_leaves = len(recipe.leaves)
+    if index < n_leaves:
+        if n_leaves == 1:
+            return None
+        leaves = recipe.leaves[:index] + recipe.leaves[index + 1:]
+        ops = recipe.ops
+    else:
+        leaves = recipe.leaves
+        ops = recipe.ops[:index - n_leaves] + recipe.ops[index - n_leaves + 1:]
+    new_ops = tuple((op, moved(i), moved(j), r) for op, i, j, r in ops)
+    picks = tuple(moved(k) for k in recipe.picks)
+    if recipe.root == "leaf" and picks[0] >= len(leaves):
+        return None
+    return dataclasses.replace(recipe, leaves=leaves, ops=new_ops, picks=picks)
+
+
+def _used_only(recipe: Recipe) -> Recipe:
+    """The recipe without the leaves and ops that t does not depend on."""
+    used = set(recipe.picks)
+    n_leaves = len(recipe.leaves)
+    for k in range(len(recipe.ops) - 1, -1, -1):
+        if n_leaves + k in used:
+            used.update(recipe.ops[k][1:3])
+    if not used & set(range(n_leaves)):
+        used.add(0)  # at least one leaf
+    index = {old: new for new, old in enumerate(sorted(used))}
+    return dataclasses.replace(
+        recipe, leaves=tuple(rg for i, rg in enumerate(recipe.leaves) if i in used),
+        ops=tuple((op, index[i], index[j], r) for k, (op, i, j, r) in enumerate(recipe.ops) if n_leaves + k in used),
+        picks=tuple(index[k] for k in recipe.picks))
+
+
+def smaller_recipes(recipe: Recipe) -> list[Recipe]:
+    """Smaller variants of a failing recipe, for shrinking: what t does not use dropped, then one op or leaf
+    less (its uses taken by an earlier tensor), a shorter chain, one tensor summed, no backward first, float32."""
+    out = [_used_only(recipe)]
+    n_leaves = len(recipe.leaves)
+    for k in range(len(recipe.ops) - 1, -1, -1):
+        _, i, _, _ = recipe.ops[k]
+        smaller = _without(recipe, n_leaves + k, i)
+        if smaller is not None:
+            out.append(smaller)
+    for leaf in range(n_leaves - 1, 0, -1):
+        smaller = _without(recipe, leaf, 0)
+        if smaller is not None:
+            out.append(smaller)
+    for k, (op, i, j, repeat) in enumerate(recipe.ops):
+        if repeat > 2:
+            shorter = recipe.ops[:k] + ((op, i, j, max(2, repeat // 2)),) + recipe.ops[k + 1:]
+            out.append(dataclasses.replace(recipe, ops=shorter))
+    if len(recipe.picks) > 1:
+        out.append(dataclasses.replace(recipe, picks=recipe.picks[:1]))
+        out.extend(dataclasses.replace(recipe, picks=recipe.picks[:k] + recipe.picks[k + 1:])
+                   for k in range(len(recipe.picks)))
+    if recipe.after_backward:
+        out.append(dataclasses.replace(recipe, after_backward=False))
+    if recipe.dtype != "float32":
+        out.append(dataclasses.replace(recipe, dtype="float32"))
+    return out
+
+
+# ==================================================================================================
 # In the student's process: call graph_ops on each graph (twice) and describe what came back
 # ==================================================================================================
 def _text(value) -> str:
@@ -290,6 +649,16 @@ def observe_family(student: RunnerStudent, family: str, device: str) -> list[dic
     return [{"first": _call(student, t), "second": _call(student, t)} for _, t in cases]
 
 
+def observe_recipes(student: RunnerStudent, recipes: list[Recipe], device: str) -> list[dict]:
+    """Scenario: graph_ops(t) once for each recipe's t (built here, in the student's process)."""
+    observed = []
+    with one_torch_thread():
+        for recipe in recipes:
+            t, _pool = build_recipe(recipe, device)
+            observed.append(_call(student, t))
+    return observed
+
+
 # ==================================================================================================
 # In the judge: the right counts, and the counts that the usual slips give
 # ==================================================================================================
@@ -305,6 +674,7 @@ class _Graph:
     first_input_only: Counter  # following only next_functions[0]
 
 
+@judge_only
 def _walk_graph(t: torch.Tensor) -> _Graph:
     root = t.grad_fn
     if root is None:
@@ -550,6 +920,83 @@ def _expect_counts(student: Submission, family: str, device: torch.device, what:
 
 
 # ==================================================================================================
+# In the judge: generated graphs
+# ==================================================================================================
+@judge_only
+def _recipe_graph(recipe: Recipe, device: torch.device | str) -> _Graph:
+    """The grader's own walk of the recipe's graph (its nodes are kept alive in the _Graph)."""
+    with one_torch_thread():
+        t, _pool = build_recipe(recipe, device)
+        return _walk_graph(t)
+
+
+@judge_only
+def _recipe_fails(graph: _Graph, seen: dict) -> bool:
+    return "raised" in seen or _counts(seen) != graph.counts
+
+
+@judge_only
+def _recipe_causes(graph: _Graph, seen: dict) -> list[str]:
+    """The catalogued slips that give exactly what came back for this graph."""
+    if "raised" in seen or seen.get("items") is None:
+        return []
+    counts = _counts(seen)
+    return _key_causes(seen["items"]) or (_counts_causes(graph, counts) if counts is not None else [])
+
+
+def _observe_recipes(student: Submission, recipes: list[Recipe], device: torch.device) -> list[dict]:
+    try:
+        return student.scenario(observe_recipes, recipes, str(device))
+    except StudentCodeError as exc:
+        raise exc.within(f"graph_ops(t) on {len(recipes)} generated graphs") from None
+
+
+@judge_only
+def _expect_generated(student: Submission, device: torch.device, what: str, count: int, flavour: str = "any",
+                      roots: tuple[str, ...] | None = None) -> None:
+    """graph_ops on ``count`` generated graphs (one scenario call); on a failure, the smallest failing graph
+    (shrunk with the student's own function), and a likely cause only when one catalogued slip gives what came
+    back on every failing graph."""
+    def generate(generator):
+        root = domain.pick(generator, roots) if roots else None
+        return generate_recipe(generator, flavour, root=root)
+
+    recipes = domain.draw(generate, count, size=lambda r: r.size)
+    seen_of = dict(zip(recipes, _observe_recipes(student, recipes, device)))
+    graphs = {recipe: _recipe_graph(recipe, device) for recipe in recipes}
+    failing = [_recipe_fails(graphs[r], seen_of[r]) for r in recipes]
+    if not any(failing):
+        return
+    tried, wrong = len(recipes), sum(failing)
+    recipe = domain.smallest(recipes, failing, size=lambda r: r.size)
+
+    def fails(candidates: list[Recipe]) -> list[bool]:
+        seen = _observe_recipes(student, candidates, device)
+        for candidate, observed in zip(candidates, seen):
+            seen_of[candidate] = observed
+            graphs.setdefault(candidate, _recipe_graph(candidate, device))
+        return [_recipe_fails(graphs[c], s) for c, s in zip(candidates, seen)]
+
+    recipe = domain.shrink(recipe, smaller_recipes, fails, rounds=30)
+    seen, graph = seen_of[recipe], graphs[recipe]
+    description = f"the generated graph  {recipe_code(recipe)}"
+    if "raised" in seen:
+        _raised(seen["raised"], description)
+    if seen.get("items") is None:
+        fail_mismatch(what, given=description, expected=_show_counts(graph.counts), got=_show_observed(seen),
+                      cause="graph_ops must return a collections.Counter of node type names")
+    # A slip shows in every graph it touches: name it only when it alone explains every failing graph.
+    explained = [_recipe_causes(graphs[r], s) for r, s in seen_of.items() if _recipe_fails(graphs[r], s)]
+    common = [c for c in explained[0] if all(c in other for other in explained)]
+    counts = _counts(seen)
+    fail_mismatch(f"{what} ({wrong} of the {tried} generated graphs tried were counted wrong; the smallest one)",
+                  given=description, expected=_show_counts(graph.counts),
+                  got=_show_counts(counts) if counts is not None else _show_items(seen["items"]),
+                  where=_difference(graph.counts, counts) if counts is not None else _items_where(seen["items"]),
+                  cause=common[0] if len(common) == 1 else None)
+
+
+# ==================================================================================================
 # Checks
 # ==================================================================================================
 @GRAPH_OPS.check(points=1)
@@ -579,6 +1026,7 @@ def returns_counter(student: Submission, device: torch.device) -> None:
 def small_expressions(student: Submission, device: torch.device) -> None:
     """Small expressions of leaves that require grad (views, complex, dtype casts, empty): every node counted."""
     _expect_counts(student, "small_expressions", device, "wrong node counts for a small expression")
+    _expect_generated(student, device, "wrong node counts for a generated graph", 40)
 
 
 @GRAPH_OPS.check(points=1)
@@ -592,6 +1040,8 @@ def no_grad_fn_is_empty(student: Submission, device: torch.device) -> None:
             fail(f"graph_ops(t) for {description} returned {show(got['result'])}, a {got['type']}; the "
                  "specification asks for an empty collections.Counter (likely cause: the early return for a tensor "
                  "without grad_fn returns {} or dict(); return Counter() there too)")
+    _expect_generated(student, device, "wrong node counts for a generated graph (a t without grad_fn gives an empty "
+                      "Counter)", 16, roots=_NO_GRAD_FN_ROOTS + ("sum", "vector", "view"))
 
 
 @GRAPH_OPS.check(points=1)
@@ -601,6 +1051,8 @@ def shared_nodes_counted_once(student: Submission, device: torch.device) -> None
     # A node with several outputs (unbind, split, chunk, max, var_mean, a custom Function) is reached through
     # several next_functions entries that differ in input_nr: still one node.
     _expect_counts(student, "multi_output", device, "wrong node counts for a graph with a multi-output node")
+    _expect_generated(student, device, "wrong node counts for a generated graph with shared and multi-output nodes",
+                      30, "shared")
 
 
 @GRAPH_OPS.check(points=1)
@@ -608,24 +1060,31 @@ def inputs_without_grad_skipped(student: Submission, device: torch.device) -> No
     """Inputs that do not require grad (None entries of next_functions, first or last) are not nodes."""
     _expect_counts(student, "inputs_without_grad", device,
                    "wrong node counts for a graph with inputs that do not require grad")
+    _expect_generated(student, device, "wrong node counts for a generated graph with inputs that do not require "
+                      "grad", 24, "without_grad")
 
 
 @GRAPH_OPS.check(points=1)
 def stops_at_detach(student: Submission, device: torch.device) -> None:
     """detach() cuts the graph; a detached tensor made to require grad is a new leaf; t may be any non-leaf."""
     _expect_counts(student, "detach", device, "wrong node counts for a graph with a detach or a non-leaf")
+    _expect_generated(student, device, "wrong node counts for a generated graph with detach, no_grad and new leaves",
+                      20, "cut")
 
 
 @GRAPH_OPS.check(points=1)
 def two_layer_network(student: Submission, device: torch.device) -> None:
     """The loss of a two-layer network (Linear, ReLU, Linear, cross-entropy) on a batch."""
     _expect_counts(student, "two_layer", device, "wrong node counts for a two-layer network's loss")
+    _expect_generated(student, device, "wrong node counts for a generated graph of linear layers", 12, "modules")
 
 
 @GRAPH_OPS.check(points=1)
 def unrolled_rnn(student: Submission, device: torch.device) -> None:
     """An RNN unrolled 130 steps (a graph ~400 nodes deep, 260 nodes of a type) sharing its weights."""
     _expect_counts(student, "rnn", device, "wrong node counts for an unrolled RNN")
+    _expect_generated(student, device, "wrong node counts for a generated graph with a long chain (over 256 nodes of "
+                      "a type)", 4, "long")
 
 
 @GRAPH_OPS.check(points=1)
