@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import pathlib
 import random
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+import graders
 from graders.ch07_checkpointing import checkpoint as grader
 from solutions import ch07_checkpointing as reference
 
@@ -137,3 +139,115 @@ def test_a_file_tagged_as_written_on_a_gpu_needs_map_location_here(tmp_path):
         torch.load(path, weights_only=True)
     assert torch.equal(torch.load(path, weights_only=True, map_location="cpu")["w"], torch.arange(3.0))
     assert torch.serialization.location_tag(torch.ones(1).untyped_storage()) == "cpu"  # restored afterwards
+
+
+# ==================================================================================================
+# The generated round trips: each class the specification allows is drawn (500 configs, a fixed seed)
+# ==================================================================================================
+SUBMISSIONS = pathlib.Path(__file__).parent / "submissions" / "ch07_checkpointing" / "checkpoint"
+
+
+@pytest.fixture(scope="module")
+def configs():
+    generator = random.Random(5)
+    return [grader.generate_config(generator) for _ in range(500)]
+
+
+@pytest.mark.parametrize("field,values", [
+    ("model", grader.MODELS), ("optimizer", grader.OPTIMIZERS), ("scheduler", grader.SCHEDULERS[1:]),
+    ("scaler", ["enabled", "disabled"]), ("dtype", ["float32", "float64", "bfloat16"]), ("groups", [1, 2]),
+    ("steps", [0, 1, 2, 3]), ("path_form", ["path", "text", "relative"]), ("file_name", grader.FILE_NAMES),
+    ("map_location", grader.MAP_LOCATIONS), ("gauss_cached", [True, False]), ("frozen", [True, False]),
+    ("previous", [True, False]), ("generator", [True, False]),
+])
+def test_the_generator_draws_every_option(configs, field, values):
+    drawn = {getattr(c, field) for c in configs}
+    assert set(values) <= drawn, set(values) - drawn
+
+
+@pytest.mark.parametrize("step", [0, 2**31, 2**53 + 1, 2**63 - 1, 2**64 + 5])
+def test_the_generator_draws_steps_at_the_edges(configs, step):
+    assert any(c.step == step for c in configs)
+
+
+def test_the_generator_draws_parents_that_do_not_exist_three_deep_and_relative_bare_names(configs):
+    assert any(len(c.folders) == 3 for c in configs)
+    assert any(c.path_form == "relative" and not c.folders for c in configs)
+
+
+def test_the_generator_combines_the_optional_parts_every_way(configs):
+    """Saved and passed, saved and not passed, passed and never saved (KeyError), with one, two or three."""
+    assert any(c.raises for c in configs) and sum(c.raises for c in configs) >= 40
+    assert any(set(c.saved) - set(c.loaded) and not c.raises for c in configs)
+    assert any(len(c.saved) == 3 and set(c.loaded) == set(c.saved) for c in configs)
+    assert any(not c.saved and not c.loaded for c in configs)
+    assert any(c.raises and c.saved for c in configs)  # an error combined with parts that are restored
+    # a disabled scaler saved and passed back: its state is empty but present
+    assert any(c.scaler == "disabled" and "scaler" in c.saved and "scaler" in c.loaded for c in configs)
+
+
+def test_the_models_hold_state_one_level_deeper_and_wider_than_the_set_ups():
+    nested = grader.NestedNet()
+    depths = [name.count(".") for name, m in nested.named_modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert max(depths) >= 3 and min(depths) >= 2  # no BatchNorm is a direct child
+    assert "calls" in dict(nested.named_buffers()) and "temperature" in dict(nested.named_parameters())
+    assert len(grader.WideNet().heads) == 4
+    tied = grader.TiedNet()
+    assert tied.head is tied.head_tied and "head_tied.weight" in tied.state_dict()
+
+
+def test_every_part_of_a_rebuilt_config_differs_from_the_saved_one():
+    """The premise: a part that is not restored shows (each RNG reseeded, every object from another seed and count)."""
+    config = grader.Config(model="nested", optimizer="adamw_amsgrad", groups=2, steps=2, scheduler="onecycle",
+                           scaler="enabled", generator=True, saved=grader.ALL_PARTS, loaded=grader.ALL_PARTS,
+                           gauss_cached=True, rng_seed=3, seed=10)
+    with grader.one_torch_thread():
+        saved = grader.build_config(config, config.seed, config.steps)
+        grader.seed_config_rngs(config, config.rng_seed)
+        before = grader.built_facts(saved)
+        rebuilt = grader.build_config(config, config.seed + 7919, grader._rebuild_steps(config))
+        grader.seed_config_rngs(config, config.rng_seed + 104729)
+        after = grader.built_facts(rebuilt)
+    for part in ("model", "optimizer", "scheduler", "scaler"):
+        assert grader._differences(after[part], before[part]), part
+    buffers = [n for n in grader._differences(after["model"], before["model"]) if grader._is_buffer_entry(n)]
+    assert any("running_mean" in n for n in buffers) and any("num_batches_tracked" in n for n in buffers)
+    assert set(grader._differences(after["rng"], before["rng"])) == set(before["rng"])
+
+
+def test_the_reference_passes_generated_round_trips_in_the_judges_own_terms(tmp_path):
+    class Direct:
+        def call(self, name, *args, **kwargs):
+            try:
+                return getattr(reference, name)(*args, **kwargs)
+            except Exception as exc:
+                from graders.isolation import StudentRaised, describe_exception
+                raise StudentRaised(describe_exception(exc, set(), name)) from None
+
+    generator = random.Random(21)
+    drawn = [grader.generate_config(generator) for _ in range(24)]
+    with grader.one_torch_thread():
+        observed = grader.round_trip_scenario(Direct(), drawn, str(tmp_path))
+    verdicts = [grader._judge_round_trip(c, seen) for c, seen in zip(drawn, observed)]
+    assert not any(v.wrong for v in verdicts), [v for v in verdicts if v.wrong]
+    assert any(c.raises for c in drawn) and any(not c.raises for c in drawn)
+
+
+def _message(fixture: str, check: str) -> str:
+    report = graders.check_file("checkpoint", str(SUBMISSIONS / fixture), [check], device="cpu")
+    assert not report.passed, report.as_text()
+    return report.results[0].message
+
+
+def test_saving_parameters_only_is_rejected_on_a_model_with_buffers_and_the_smallest_case_shown():
+    message = _message("bug_saves_parameters_only.py", "round_trips_on_generated_setups")
+    assert "the smallest found" in message and "model nested" in message
+    assert "only the model's buffers differ" in message
+    given = next(line for line in message.splitlines() if "input:" in line)
+    assert "step=7" in given and "scheduler=" not in given  # shrunk: the plainest step, no optional part left
+
+
+def test_a_relative_bare_file_name_is_in_the_graded_sample():
+    """A bug that fails only on save_checkpoint("ckpt.pt", ...) is rejected: the graded draw holds such a case."""
+    message = _message("bug_makedirs_of_dirname.py", "round_trips_on_generated_setups")
+    assert "relative to the current folder" in message and "FileNotFoundError" in message

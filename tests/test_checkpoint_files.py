@@ -4,13 +4,17 @@ own order and decoys."""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import random
 import tempfile
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import graders
+from graders import domain
 from graders.ch07_checkpointing import checkpoint_files as grader
 from solutions import ch07_checkpointing as reference
 
@@ -94,3 +98,169 @@ def test_the_numeric_traps_are_real():
     assert int("+20") == 20 and int(" 21") == 21 and int("2_2") == 22 and int("\u0662\u0663") == 23
     assert "\uff12\uff14".isdigit() and float(9007199254740993) == float(9007199254740992)
     assert "step_9.pt" > "step_10.pt"
+
+
+# ==================================================================================================
+# The generated domain: each class the specification allows is drawn (500 cases, a fixed seed)
+# ==================================================================================================
+SUBMISSIONS = pathlib.Path(__file__).parent / "submissions" / "ch07_checkpointing" / "checkpoint_files"
+
+
+def _drawn(rotate: bool, count: int = 500, seed: int = 7) -> list:
+    return [grader.generate_layout(g, rotate=rotate) for g in [random.Random(seed)] for _ in range(count)]
+
+
+def _real(layout) -> list[str]:
+    return _oldest_first(list(layout.files))
+
+
+@pytest.fixture(scope="module")
+def rotations():
+    return _drawn(True)
+
+
+@pytest.fixture(scope="module")
+def latests():
+    return _drawn(False)
+
+
+@pytest.mark.parametrize("relation", ["between", "equal", "above_double", "one", "below", "huge"])
+def test_the_generator_relates_keep_to_the_count_every_way(rotations, relation):
+    def holds(layout) -> bool:
+        count, keep = len(_real(layout)), layout.keep
+        return {"between": count < keep < 2 * count, "equal": keep == count >= 1, "above_double": keep >= 2 * count > 0,
+                "one": keep == 1 and count >= 2, "below": 1 <= keep < count, "huge": keep >= 1000}[relation]
+    assert any(holds(layout) for layout in rotations)
+
+
+def test_the_generator_draws_keep_strictly_between_count_and_twice_count_often(rotations):
+    """The held-out miss: a slice [:len - keep] deletes only when count < keep < 2*count."""
+    between = [layout for layout in rotations if len(_real(layout)) < layout.keep < 2 * len(_real(layout))]
+    assert len(between) >= 25
+    assert any(len(_real(layout)) >= 4 for layout in between)
+
+
+@pytest.mark.parametrize("what", ["equal_steps", "past_2_53", "past_2_64", "leading_zeros", "empty", "many", "step_0"])
+def test_the_generator_draws_every_kind_of_step(latests, what):
+    def holds(layout) -> bool:
+        real = _real(layout)
+        steps = [int(n[5:-3]) for n in real]
+        return {"equal_steps": len(set(steps)) < len(steps), "past_2_53": any(2**53 <= s < 2**54 for s in steps),
+                "past_2_64": any(s > 2**64 for s in steps), "leading_zeros": any(n[5] == "0" and len(n) > 9 for n in real),
+                "empty": not real and not layout.missing, "many": len(real) >= 8, "step_0": 0 in steps}[what]
+    assert any(holds(layout) for layout in latests)
+
+
+@pytest.mark.parametrize("template", [t for t, _ in grader.LOOK_ALIKES])
+def test_the_generator_draws_every_look_alike(template):
+    layouts = _drawn(True, 1500, seed=11)
+    reasons = {reason for layout in layouts for _, reason in layout.reasons}
+    names = [name for layout in layouts for name, _ in layout.reasons]
+    reason = dict(grader.LOOK_ALIKES)[template]
+    assert reason in reasons
+    assert not any(_is_checkpoint_name(name) for name in names)
+
+
+def test_look_alikes_are_drawn_above_and_below_every_checkpoint(latests):
+    def numbers(layout):
+        return [int(n[5:-3]) for n in _real(layout)]
+    above = below = False
+    for layout in latests:
+        steps = numbers(layout)
+        for name, _ in layout.reasons:
+            digits = "".join(c for c in name if c.isascii() and c.isdigit())
+            if steps and digits and name.startswith("step_") and "_" not in name[5:]:
+                above |= int(digits) > max(steps)
+                below |= int(digits) < min(steps)
+    assert above and below
+
+
+@pytest.mark.parametrize("form", grader.FORMS)
+def test_the_generator_passes_the_directory_in_every_form(latests, form):
+    assert any(layout.form == form for layout in latests)
+
+
+@pytest.mark.parametrize("name", grader.DIRECTORY_NAMES)
+def test_the_generator_names_directories_every_way(rotations, name):
+    assert any(layout.name == name and _real(layout) for layout in rotations)
+
+
+def test_the_generator_draws_folders_named_like_checkpoints_and_missing_directories(rotations):
+    assert any(layout.folders and all(_is_checkpoint_name(f) for f in layout.folders) for layout in rotations)
+    assert any(layout.missing for layout in rotations)
+
+
+def test_the_generators_forms_give_the_path_the_specification_names(tmp_path):
+    for form in grader.FORMS:
+        layout = grader.Layout(files=("step_1.pt",), form=form, name="run [1]")
+        argument = layout.argument(tmp_path)
+        assert isinstance(argument, (str, pathlib.Path))
+        relative = form.startswith("relative")
+        assert pathlib.Path(argument).is_absolute() != relative
+        if not relative:
+            assert pathlib.Path(argument) == layout.folder(tmp_path)
+
+
+def test_the_reference_passes_a_thousand_generated_cases_in_the_judges_own_terms(tmp_path):
+    """The judge's expected values equal what the reference does on every generated layout (both functions)."""
+    for index, layout in enumerate(_drawn(True, 300, seed=3) + _drawn(False, 300, seed=4)):
+        base = tmp_path / f"c{index}"
+        base.mkdir()
+        folder = layout.folder(base)
+        if not layout.missing:
+            folder.mkdir(parents=True)
+            for name in layout.files:
+                (folder / name).write_text(name)
+            for name in layout.folders:
+                (folder / name).mkdir()
+        expected = grader._expected_for(layout, folder)
+        if layout.keep is None:
+            got = reference.latest_checkpoint(folder)
+            assert (None if got is None else os.fspath(got)) == expected["latest"]
+        else:
+            assert [os.fspath(p) for p in reference.rotate_checkpoints(folder, layout.keep)] == expected["paths"]
+
+
+# ==================================================================================================
+# The generated checks reject the held-out kinds of bug and report the smallest failing case
+# ==================================================================================================
+def _message(fixture: str, check: str) -> str:
+    report = graders.check_file("checkpoint_files", str(SUBMISSIONS / fixture), [check], device="cpu")
+    assert not report.passed
+    return report.results[0].message
+
+
+def test_a_slice_that_wraps_when_keep_exceeds_the_count_is_rejected_on_the_smallest_case():
+    message = _message("bug_len_minus_keep_slice_wraps.py", "rotate_on_generated_directories")
+    assert "the smallest found" in message
+    # Smallest: two checkpoints and keep=3 (the first count with count < keep < 2*count), nothing else around.
+    given = next(line for line in message.splitlines() if "input:" in line)
+    assert "keep=3" in given and given.count("step_") == 2 and "folder" not in given
+    assert "wraps around" in message
+
+
+def test_a_glob_of_the_directory_name_is_rejected_without_a_guessed_cause():
+    message = _message("bug_glob_pattern_with_the_directory.py", "latest_on_generated_directories")
+    assert "run [1]" in message or "a*b?" in message
+    assert "likely cause" not in message
+
+
+def test_the_generated_checks_are_seeded():
+    layouts = []
+    for _ in range(2):
+        random.seed(1234)
+        layouts.append(domain.draw(lambda g: grader.generate_layout(g, rotate=True), 20, size=lambda c: c.size))
+    assert layouts[0] == layouts[1]
+
+
+def test_the_generated_cases_do_not_depend_on_the_processs_hash_seed():
+    """The same draw in another process with another hash seed (a set's order changes with it)."""
+    import subprocess
+    import sys
+    script = ("import random; from graders.ch07_checkpointing import checkpoint_files as g; g0 = random.Random(9); "
+              "print(repr([g.generate_layout(g0, rotate=True) for _ in range(40)]))")
+    seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip()
+    here = random.Random(9)
+    assert other == repr([grader.generate_layout(here, rotate=True) for _ in range(40)])

@@ -28,6 +28,7 @@ import pathlib
 import random
 import shutil
 import signal
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from graders import domain
 from graders.compare import one_torch_thread, show
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, fail, fail_mismatch
@@ -832,11 +834,44 @@ def write_scenario(student: RunnerStudent, path: str) -> dict[str, Any]:
     setup = Setup()
     parts = build_parts(setup, setup.seed, torch.device("cpu"))
     student.call("save_checkpoint", path, model=parts.model, optimizer=parts.optimizer, step=1)
-    with file_events() as events:
+    with file_events() as events, _sizes_at_sync() as sizes:
         student.call("save_checkpoint", path, model=parts.model, optimizer=parts.optimizer, step=2)
     status = os.stat(path) if os.path.isfile(path) else None
     return {"events": [list(e) for e in events],
-            "file": [status.st_dev, status.st_ino] if status else None}
+            "file": [status.st_dev, status.st_ino] if status else None,
+            "size": status.st_size if status else None, "synced_sizes": sizes}
+
+
+@contextlib.contextmanager
+def _sizes_at_sync() -> Iterator[list[list[int]]]:
+    """While saving: the size each file had when ``os.fsync`` / ``os.fdatasync`` reached it, by device and inode.
+
+    Seen only through ``os.fsync`` looked up at call time (``from os import fsync`` binds the recorder installed
+    before the answer loaded, which this does not reach: then nothing is seen, and nothing is concluded)."""
+    sizes: list[list[int]] = []
+    platform_module = sys.modules.get(os.name)
+    originals = {name: getattr(os, name) for name in ("fsync", "fdatasync") if hasattr(os, name)}
+
+    def sizing(real: Any) -> Any:
+        def synced(fd: Any, *args: Any, **kwargs: Any) -> Any:
+            with contextlib.suppress(Exception):
+                status = os.fstat(fd if isinstance(fd, int) else fd.fileno())
+                sizes.append([status.st_dev, status.st_ino, status.st_size])
+            return real(fd, *args, **kwargs)
+        synced.__name__ = real.__name__
+        return synced
+
+    for name, real in originals.items():
+        setattr(os, name, sizing(real))
+        if platform_module is not None and getattr(platform_module, name, None) is real:
+            setattr(platform_module, name, getattr(os, name))
+    try:
+        yield sizes
+    finally:
+        for name, real in originals.items():
+            if platform_module is not None and getattr(platform_module, name, None) is getattr(os, name):
+                setattr(platform_module, name, real)
+            setattr(os, name, real)
 
 
 @CHECKPOINT.check(points=1)
@@ -883,6 +918,14 @@ def saves_through_a_temporary_file(student: Submission, device: torch.device) ->
                       expected="file.flush(); os.fsync(file.fileno()) before the rename",
                       got="no fsync of the file" if not synced else "fsync only after the rename",
                       cause="without fsync a power cut after the rename can leave path pointing at an empty file")
+    unflushed = [size for dev, ino, size in report["synced_sizes"]
+                 if [dev, ino] == report["file"] and size < report["size"]]
+    if unflushed and all(size < report["size"] for dev, ino, size in report["synced_sizes"] if [dev, ino] == report["file"]):
+        fail_mismatch("the temporary file was fsynced before its data was flushed", given=given,
+                      expected=f"all {report['size']} bytes in the file when os.fsync runs",
+                      got=f"{max(unflushed)} bytes in the file at the fsync ({report['size']} once closed)",
+                      cause="call file.flush() before os.fsync(file.fileno()): fsync makes durable only what Python "
+                            "has handed to the operating system, and the rest was still in the file object's buffer")
     if leftovers:
         fail_mismatch("the save left other files behind", given=given, expected="only path in the directory",
                       got=f"also {', '.join(leftovers)}")
@@ -917,3 +960,515 @@ def creates_parent_directories(student: Submission, device: torch.device) -> Non
                 fail(f"{call} returned, but no file exists at the path")
             if got["step"]["int"] != 6:
                 _step_mismatch(got["step"], 6, call + ", then load_checkpoint")
+
+
+# ==================================================================================================
+# Generated round trips: the whole domain of what save_checkpoint and load_checkpoint are given
+# ==================================================================================================
+# Each case is a description (a Config) from which the runner and the judge build the same objects: the runner
+# saves them, rebuilds every object from other seeds (another step count too), reseeds every RNG, loads and
+# observes; the judge builds the saved objects again and knows what each must hold. Drawn:
+# - models one level deeper and wider than the set-up's: BatchNorm buffers two levels down, a parameter and a
+#   buffer on the root module, a ModuleDict of heads, tied weights, float64 or bfloat16, frozen layers left out
+#   of the optimizer; optimizers SGD (momentum, Nesterov), Adam, AdamW with amsgrad, RMSprop, Adagrad, one or
+#   two parameter groups, stepped 0 to 3 times (0: no state yet);
+# - schedulers StepLR, MultiStepLR, ExponentialLR, CosineAnnealingWarmRestarts, OneCycleLR, ReduceLROnPlateau,
+#   LambdaLR, or none; a GradScaler enabled (any scale and growth tracker) or disabled (an empty state), or none;
+#   a DataLoader generator or none; each given to load_checkpoint or not, and passed there when never saved
+#   (KeyError);
+# - every global RNG anywhere in its sequence, with and without a cached Gaussian (Python, NumPy);
+# - step 0, small, past 2**31, 2**53, 2**63 and 2**64; paths as a Path or a str, relative to the current folder,
+#   in 0 to 3 parent folders that do not exist yet, names with spaces, non-ASCII letters, several dots or none,
+#   over a previous file; map_location omitted, "cpu", torch.device("cpu"), a dict or a function.
+MODELS = ["mlp", "nested", "wide", "tied"]
+OPTIMIZERS = ["sgd", "sgd_momentum", "sgd_nesterov", "adam", "adamw_amsgrad", "rmsprop", "adagrad"]
+SCHEDULERS = [None, "step", "multistep", "exponential", "cosine_restarts", "onecycle", "plateau", "lambda"]
+FILE_NAMES = ["ckpt.pt", "model", "run 1.pt", "\u00e9tape.pt", "a.b.c.pt", "step_7.pt", ".hidden.pt", "x.ckpt"]
+STEPS = [0, 1, 7, 12345, 2**31, 2**53 + 1, 2**63 - 1, 2**64 + 5]
+MAP_LOCATIONS = ["omitted", "cpu", "device", "dict", "function"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    model: str = "mlp"
+    dtype: str = "float32"
+    frozen: bool = False
+    optimizer: str = "adam"
+    groups: int = 1
+    steps: int = 2  # optimizer steps before saving
+    scheduler: str | None = None
+    scaler: str | None = None  # None, "enabled" or "disabled"
+    generator: bool = False
+    saved: tuple[str, ...] = ()  # the optional parts given to save_checkpoint
+    loaded: tuple[str, ...] = ()  # the optional parts given to load_checkpoint
+    rng_seed: int = 0
+    gauss_cached: bool = False
+    step: int = 0
+    path_form: str = "path"  # "path", "text", "relative"
+    folders: tuple[str, ...] = ()  # parent folders that do not exist yet
+    file_name: str = "ckpt.pt"
+    previous: bool = False  # a previous file at path
+    map_location: str = "omitted"
+    seed: int = 0
+
+    @property
+    def raises(self) -> bool:
+        return bool(set(self.loaded) - set(self.saved))
+
+    @property
+    def size(self) -> tuple[int, ...]:
+        return (len(self.saved) + len(self.loaded), MODELS.index(self.model), self.groups, self.steps,
+                len(self.folders), self.step.bit_length())
+
+    def relative_path(self) -> str:
+        return os.path.join(*self.folders, self.file_name)
+
+    def call(self) -> str:
+        shown_path = {"path": f"Path({os.path.join('...', self.relative_path())!r})",
+                      "text": repr(os.path.join("...", self.relative_path())),
+                      "relative": repr(self.relative_path()) + " (relative to the current folder)"}[self.path_form]
+        saved = "".join(f", {part}=..." for part in self.saved)
+        loaded = "".join(f", {part}=..." for part in self.loaded)
+        where = {"omitted": "", "cpu": ", map_location='cpu'", "device": ", map_location=torch.device('cpu')",
+                 "dict": ", map_location={'cuda:0': 'cpu'}", "function": ", map_location=<a function>"}[self.map_location]
+        return (f"save_checkpoint({shown_path}, model=..., optimizer=..., step={self.step}{saved}), then in a restart "
+                f"load_checkpoint(path, model=..., optimizer=...{loaded}{where})")
+
+    def describe(self) -> str:
+        parts = [f"model {self.model} ({self.dtype}{', a frozen layer' if self.frozen else ''})",
+                 f"{self.optimizer} with {self.groups} parameter group(s), stepped {self.steps} time(s)"]
+        if self.scheduler:
+            parts.append(f"scheduler {self.scheduler}")
+        if self.scaler:
+            parts.append(f"a GradScaler ({self.scaler})")
+        if self.generator:
+            parts.append("a DataLoader generator")
+        parts.append(f"Python and NumPy {'holding' if self.gauss_cached else 'without'} a cached Gaussian")
+        if self.previous:
+            parts.append("path already holds a file")
+        return "; ".join(parts)
+
+
+def generate_config(generator: random.Random) -> Config:
+    """A round trip the specification allows (see above)."""
+    optional = [part for part, present in (("scheduler", generator.random() < 0.7), ("scaler", generator.random() < 0.5),
+                                           ("generator", generator.random() < 0.6)) if present]
+    saved = tuple(optional)
+    if generator.random() < 0.2:  # an object passed at load whose state was never saved: KeyError
+        absent = [p for p in ALL_PARTS if p not in saved]
+        loaded = tuple(p for p in ALL_PARTS if p in saved and generator.random() < 0.7) + (
+            (domain.pick(generator, absent),) if absent else ())
+    else:
+        loaded = tuple(p for p in saved if generator.random() < 0.8)
+    wanted = set(saved) | set(loaded)
+    model = domain.pick(generator, MODELS)
+    return Config(
+        model=model, dtype=domain.pick(generator, ["float32", "float32", "float64", "bfloat16"]),
+        frozen=generator.random() < 0.25, optimizer=domain.pick(generator, OPTIMIZERS),
+        groups=domain.pick(generator, [1, 2]), steps=domain.small_int(generator, 0, 3),
+        scheduler=domain.pick(generator, SCHEDULERS[1:]) if "scheduler" in wanted else None,
+        scaler=domain.pick(generator, ["enabled", "enabled", "disabled"]) if "scaler" in wanted else None,
+        generator="generator" in wanted, saved=saved, loaded=loaded, rng_seed=generator.randrange(2**32),
+        gauss_cached=generator.random() < 0.5, step=domain.pick(generator, STEPS) if generator.random() < 0.6
+        else generator.randrange(0, 10**6),
+        path_form=domain.pick(generator, ["path", "text", "relative"]),
+        folders=tuple(domain.pick(generator, ["runs", "exp 2", "d\u00e9j\u00e0", "a.b"])
+                      for _ in range(domain.small_int(generator, 0, 3))),
+        file_name=domain.pick(generator, FILE_NAMES), previous=generator.random() < 0.3,
+        map_location=domain.pick(generator, MAP_LOCATIONS), seed=generator.randrange(10**6))
+
+
+class _Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        self.norm = nn.BatchNorm1d(width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.norm(self.linear(x)))
+
+
+class NestedNet(nn.Module):
+    """BatchNorm two and three levels down, a parameter and a buffer on the root module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Linear(4, 6)
+        self.body = nn.Sequential(_Block(6), nn.Sequential(_Block(6), nn.Linear(6, 3)))
+        self.temperature = nn.Parameter(torch.ones(3))
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.body(self.stem(x)) * self.temperature
+
+
+class WideNet(nn.Module):
+    """A ModuleDict of heads over a ModuleList of layers with LayerNorms."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 5), nn.LayerNorm(5), nn.Linear(5, 5), nn.LayerNorm(5)])
+        self.heads = nn.ModuleDict({name: nn.Linear(5, 3) for name in ("a", "b", "c", "d")})
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return sum(head(x) for head in self.heads.values())
+
+
+class TiedNet(nn.Module):
+    """A weight shared by two layers, and one module under two names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.encode = nn.Linear(4, 6, bias=False)
+        self.middle = nn.Linear(6, 6)
+        self.again = nn.Linear(6, 6)
+        self.again.weight = self.middle.weight  # one parameter under two names
+        self.decode = nn.Linear(6, 4)
+        self.head = nn.Linear(4, 3)
+        self.head_tied = self.head  # the same module twice: its state_dict keys once per name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.decode(torch.tanh(self.again(torch.tanh(self.middle(self.encode(x)))))))
+
+
+@dataclasses.dataclass
+class Built:
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    scaler: Any
+    generator: torch.Generator | None
+
+
+def build_config(config: Config, seed: int, steps: int) -> Built:
+    """The objects of ``config``, their values from ``seed``, trained ``steps`` steps (global RNGs not used after)."""
+    init = torch.Generator().manual_seed(seed)
+    dtype = getattr(torch, config.dtype)
+    model = {"mlp": lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), "nested": NestedNet,
+             "wide": WideNet, "tied": TiedNet}[config.model]().to(dtype)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=init) * 0.5)
+    parameters = list(model.parameters())
+    if config.frozen:
+        parameters[0].requires_grad_(False)
+        parameters = parameters[1:]
+    groups: list[dict[str, Any]] = ([{"params": parameters}] if config.groups == 1 else
+                                    [{"params": parameters[::2]}, {"params": parameters[1::2], "lr": 0.003}])
+    optimizer = {"sgd": lambda: torch.optim.SGD(groups, lr=0.05),
+                 "sgd_momentum": lambda: torch.optim.SGD(groups, lr=0.05, momentum=0.9, dampening=0.1),
+                 "sgd_nesterov": lambda: torch.optim.SGD(groups, lr=0.05, momentum=0.8, nesterov=True),
+                 "adam": lambda: torch.optim.Adam(groups, lr=0.01),
+                 "adamw_amsgrad": lambda: torch.optim.AdamW(groups, lr=0.01, amsgrad=True),
+                 "rmsprop": lambda: torch.optim.RMSprop(groups, lr=0.01, momentum=0.5),
+                 "adagrad": lambda: torch.optim.Adagrad(groups, lr=0.05)}[config.optimizer]()
+    scheduler = None
+    if config.scheduler is not None:
+        scheduler = {"step": lambda: torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5),
+                     "multistep": lambda: torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1, 3], gamma=0.3),
+                     "exponential": lambda: torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9),
+                     "cosine_restarts": lambda: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=2),
+                     "onecycle": lambda: torch.optim.lr_scheduler.OneCycleLR(
+                         optimizer, max_lr=0.1, total_steps=10,
+                         cycle_momentum=bool({"momentum", "betas"} & set(optimizer.defaults))),
+                     "plateau": lambda: torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0),
+                     "lambda": lambda: torch.optim.lr_scheduler.LambdaLR(optimizer, _lambda_rate)}[config.scheduler]()
+    scaler = None
+    if config.scaler == "disabled":
+        scaler = torch.amp.GradScaler("cpu", enabled=False)
+    elif config.scaler == "enabled":
+        scaler = torch.amp.GradScaler("cpu")
+        scaler.load_state_dict({"scale": 2.0 ** (seed % 20), "growth_factor": 2.0, "backoff_factor": 0.5,
+                                "growth_interval": 1 + seed % 7, "_growth_tracker": seed % 5})
+    generator = None
+    if config.generator:
+        generator = torch.Generator().manual_seed(seed + 1)
+        torch.randperm(5 + seed % 11, generator=generator)
+    inputs = torch.randn(5, 4, generator=init).to(dtype)
+    model.train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for index in range(steps):
+            optimizer.zero_grad()
+            model(inputs).square().mean().backward()
+            optimizer.step()
+            if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                scheduler.step(1.0 + index)  # getting worse: the rate drops
+            elif scheduler is not None:
+                scheduler.step()
+    return Built(model, optimizer, scheduler, scaler, generator)
+
+
+def _lambda_rate(epoch: int) -> float:
+    return 0.5 ** epoch
+
+
+def seed_config_rngs(config: Config, seed: int) -> None:
+    """Every global RNG somewhere in its sequence, a cached Gaussian or not."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.default_generator.manual_seed(seed)  # the CPU's (torch.manual_seed also queues every CUDA device's)
+    for _ in range(seed % 5):
+        random.random(), np.random.rand(), torch.rand(1)
+    if config.gauss_cached:
+        random.gauss(0.0, 1.0)
+        np.random.randn()
+
+
+def built_facts(built: Built) -> dict[str, Any]:
+    """What each object holds now, and the next draws of every RNG (each put back)."""
+    facts: dict[str, Any] = {"model": {}, "optimizer": {}, "scheduler": {}, "scaler": {}}
+    _tensor_facts("model", built.model.state_dict(), facts["model"])
+    _tensor_facts("optimizer", built.optimizer.state_dict(), facts["optimizer"])
+    if built.scheduler is not None:
+        _tensor_facts("scheduler", built.scheduler.state_dict(), facts["scheduler"])
+    if built.scaler is not None:
+        _tensor_facts("scaler", built.scaler.state_dict(), facts["scaler"])
+    draws: dict[str, Any] = {}
+    state = random.getstate()
+    draws["Python's random"] = (random.gauss(0.0, 1.0), random.random())
+    random.setstate(state)
+    state = np.random.get_state()
+    draws["NumPy's global generator"] = (float(np.random.randn()), float(np.random.rand()))
+    np.random.set_state(state)
+    state = torch.get_rng_state()
+    draws["torch's CPU generator"] = torch.rand(3)
+    torch.set_rng_state(state)
+    if built.generator is not None:
+        state = built.generator.get_state()
+        draws["the DataLoader's generator (data order)"] = torch.randperm(8, generator=built.generator)
+        built.generator.set_state(state)
+    facts["rng"] = draws
+    return facts
+
+
+def keep_storage(storage: Any, location: str) -> Any:
+    """A map_location function: every storage stays where it was loaded (the CPU)."""
+    return storage
+
+
+def _map_location_argument(kind: str) -> dict[str, Any]:
+    return {"omitted": {}, "cpu": {"map_location": "cpu"}, "device": {"map_location": torch.device("cpu")},
+            "dict": {"map_location": {"cuda:0": "cpu"}}, "function": {"map_location": keep_storage}}[kind]
+
+
+def _rebuild_steps(config: Config) -> int:
+    return (config.steps + 1 + config.seed % 2) % 4  # never the saved count: the rebuilt state differs
+
+
+def round_trip_scenario(student: RunnerStudent, configs: list[Config], folder: str) -> list[dict[str, Any]]:
+    """In the runner: for each config, build, save, rebuild from other seeds, reseed every RNG, load, observe."""
+    observed = []
+    previous_folder = os.getcwd()
+    for index, config in enumerate(configs):
+        base = pathlib.Path(folder) / f"case{index}"
+        base.mkdir()
+        target: Any = config.relative_path() if config.path_form == "relative" else base / config.relative_path()
+        if config.path_form == "text":
+            target = os.fspath(target)
+        report: dict[str, Any] = {}
+        os.chdir(base)
+        try:
+            if config.previous:
+                existing = base / config.relative_path()
+                existing.parent.mkdir(parents=True, exist_ok=True)
+                existing.write_bytes(b"an earlier checkpoint")
+            saved = build_config(config, config.seed, config.steps)
+            seed_config_rngs(config, config.rng_seed)
+            try:
+                student.call("save_checkpoint", target, model=saved.model, optimizer=saved.optimizer, step=config.step,
+                             **{part: getattr(saved, part) for part in config.saved})
+            except StudentRaised as exc:
+                observed.append({"stage": "save", "describe": exc.error.describe()})
+                continue
+            written = base / config.relative_path()
+            report["written"] = written.is_file()
+            report["leftovers"] = sorted(os.fspath(p.relative_to(base)) for p in base.rglob("*")
+                                         if p.is_file() and p != written)
+            rebuilt = build_config(config, config.seed + 7919, _rebuild_steps(config))
+            seed_config_rngs(config, config.rng_seed + 104729)
+            try:
+                step = student.call("load_checkpoint", target, model=rebuilt.model, optimizer=rebuilt.optimizer,
+                                    **{part: getattr(rebuilt, part) for part in config.loaded},
+                                    **_map_location_argument(config.map_location))
+            except StudentRaised as exc:
+                report.update(stage="load", describe=exc.error.describe(), key_error=exc.error.is_instance(KeyError))
+                observed.append(report)
+                continue
+            report.update(stage="done", step=_describe_step(step), facts=built_facts(rebuilt))
+            observed.append(report)
+        finally:
+            os.chdir(previous_folder)
+    return observed
+
+
+@judge_only
+def expected_round_trip(config: Config) -> dict[str, Any]:
+    """What the loaded objects must hold: the saved objects' states and the RNGs as they were at the save."""
+    with one_torch_thread():
+        saved = build_config(config, config.seed, config.steps)
+        state = (random.getstate(), np.random.get_state(), torch.get_rng_state())
+        try:
+            seed_config_rngs(config, config.rng_seed)
+            facts = built_facts(saved)
+        finally:
+            random.setstate(state[0])
+            np.random.set_state(state[1])
+            torch.set_rng_state(state[2])
+    return {"facts": facts}
+
+
+@dataclasses.dataclass
+class RoundTrip:
+    got: str | None = None
+    expected: str | None = None
+    parts: tuple[str, ...] = ()  # the parts that differ after loading
+    entries: tuple[str, ...] = ()  # the state entries that differ
+
+    @property
+    def wrong(self) -> bool:
+        return self.got is not None
+
+
+@judge_only
+def _judge_round_trip(config: Config, seen: dict[str, Any]) -> RoundTrip:
+    if seen["stage"] == "save":
+        return RoundTrip(got=f"save_checkpoint {seen['describe']}", expected="the checkpoint written")
+    if not seen["written"]:
+        return RoundTrip(got="no file at path after save_checkpoint returned", expected="the checkpoint at path")
+    if seen["leftovers"]:
+        return RoundTrip(got=f"save_checkpoint left {seen['leftovers']} next to the checkpoint",
+                         expected="only the checkpoint (the temporary file moved onto path)")
+    if config.raises:
+        missing = sorted(set(config.loaded) - set(config.saved))
+        if seen["stage"] == "load" and seen["key_error"]:
+            return RoundTrip()
+        got = f"it {seen['describe']}" if seen["stage"] == "load" else f"it returned {seen['step']['repr']}"
+        return RoundTrip(got=got, expected=f"KeyError (a {' and a '.join(missing)} passed, none saved)",
+                         parts=tuple(missing))
+    if seen["stage"] == "load":
+        return RoundTrip(got=f"load_checkpoint {seen['describe']}", expected=f"the step, {config.step}")
+    if seen["step"]["int"] != config.step:
+        return RoundTrip(got=f"load_checkpoint returned {seen['step']['repr']} (a {seen['step']['type']})",
+                         expected=f"{config.step} (the saved step, an int)", parts=("step",))
+    expected = expected_round_trip(config)
+    wrong_parts, wrong_entries = [], []
+    restored = ["model", "optimizer", "rng"] + [p for p in ("scheduler", "scaler") if p in config.loaded]
+    for part in restored:
+        got_part, want = seen["facts"][part], expected["facts"][part]
+        if part == "rng":
+            got_part = {k: v for k, v in got_part.items()
+                        if k != "the DataLoader's generator (data order)" or "generator" in config.loaded}
+            want = {k: v for k, v in want.items()
+                    if k != "the DataLoader's generator (data order)" or "generator" in config.loaded}
+        differing = _differences(got_part, want)
+        if differing:
+            wrong_parts.append(part)
+            wrong_entries.extend(differing)
+    if not wrong_parts:
+        return RoundTrip()
+    shown = ", ".join(wrong_entries[:6]) + (f" and {len(wrong_entries) - 6} more" if len(wrong_entries) > 6 else "")
+    return RoundTrip(got=f"after load_checkpoint these differ from what was saved: {shown}",
+                     expected="every state exactly as it was saved (model, optimizer, the parts passed, every RNG)",
+                     parts=tuple(wrong_parts), entries=tuple(wrong_entries))
+
+
+@judge_only
+def _round_trip_cause(configs: list[Config], verdicts: list[RoundTrip]) -> str | None:
+    """Named only when the observations single it out on every failing case."""
+    failing = [(c, v) for c, v in zip(configs, verdicts) if v.wrong]
+    if not failing or any(not v.parts for _, v in failing):
+        return None
+    if all(c.raises for c, _ in failing):
+        missing = sorted({p for _, v in failing for p in v.parts})
+        return (f"an object passed to load_checkpoint whose state the checkpoint does not hold (here: "
+                f"{', '.join(missing)}) must raise KeyError")
+    if any(c.raises for c, _ in failing):
+        return None
+    parts = {p for _, v in failing for p in v.parts}
+    if len(parts) != 1:
+        return None
+    part = parts.pop()
+    if part == "model":
+        buffers = all(_is_buffer_entry(e) for _, v in failing for e in v.entries)
+        if buffers:
+            return ("only the model's buffers differ (BatchNorm's running statistics, num_batches_tracked, a "
+                    "registered buffer): save model.state_dict(), which holds buffers as well as parameters")
+        return PART_CAUSES["model"]
+    if part in ("optimizer", "scaler"):
+        return PART_CAUSES[part]
+    if part == "scheduler":
+        return ("the scheduler's state_dict was not saved or not restored in full (scheduler.state_dict() / "
+                "scheduler.load_state_dict(): last_epoch, _step_count, _last_lr and the rest)")
+    if part == "rng":
+        names = {e.split("[")[0] for _, v in failing for e in v.entries}
+        if all(n in RNG_CAUSES for n in names):
+            return "save and restore " + "; ".join(RNG_CAUSES[n] for n in sorted(names))
+    return None
+
+
+def _is_buffer_entry(entry: str) -> bool:
+    return entry.rsplit(".", 1)[-1] in ("running_mean", "running_var", "num_batches_tracked", "calls")
+
+
+ROUND_TRIPS_PER_CALL = 4  # per scenario call: each call has its own time limit (a runner's first calls warm up)
+
+
+def _grade_round_trips(student: Submission, configs: list[Config]) -> list[RoundTrip]:
+    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-gen-", dir=_memory_folder()))
+    try:
+        observed = []
+        for start in range(0, len(configs), ROUND_TRIPS_PER_CALL):
+            chunk = root / f"chunk{start}"
+            chunk.mkdir()
+            observed.extend(student.scenario(round_trip_scenario, configs[start:start + ROUND_TRIPS_PER_CALL],
+                                             os.fspath(chunk)))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return [_judge_round_trip(config, seen) for config, seen in zip(configs, observed)]
+
+
+def _memory_folder() -> str | None:
+    """A folder in memory (tmpfs) where there is one: dozens of checkpoints are written and fsynced per check, and
+    on a busy disk each fsync costs milliseconds. Atomic writing is checked on the default folder elsewhere."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def _smaller_configs(config: Config) -> list[Config]:
+    simpler = [dataclasses.replace(config, model="mlp"), dataclasses.replace(config, groups=1),
+               dataclasses.replace(config, steps=max(0, config.steps - 1)), dataclasses.replace(config, folders=()),
+               dataclasses.replace(config, step=7), dataclasses.replace(config, frozen=False),
+               dataclasses.replace(config, dtype="float32"), dataclasses.replace(config, previous=False),
+               dataclasses.replace(config, path_form="path"), dataclasses.replace(config, file_name="ckpt.pt"),
+               dataclasses.replace(config, map_location="omitted"), dataclasses.replace(config, optimizer="sgd")]
+    for part in config.saved:
+        if part not in config.loaded:
+            simpler.append(dataclasses.replace(config, saved=tuple(p for p in config.saved if p != part),
+                                               **({part: None} if part != "generator" else {"generator": False})))
+    for part in config.loaded:
+        if part in config.saved:
+            simpler.append(dataclasses.replace(config, loaded=tuple(p for p in config.loaded if p != part)))
+    return simpler
+
+
+@CHECKPOINT.check(points=2)
+def round_trips_on_generated_setups(student: Submission, device: torch.device) -> None:
+    """On 40 generated set-ups (nested and wide models with buffers, every optimizer and scheduler kind, scalers enabled or disabled, any step, any path), load_checkpoint restores what was saved, returns the step, and raises KeyError for a part never saved."""
+    configs = domain.draw(generate_config, 40, size=lambda c: c.size)
+    verdicts = _grade_round_trips(student, configs)
+    worst = domain.smallest(configs, [v.wrong for v in verdicts], lambda c: c.size)
+    if worst is None:
+        return
+    smallest = domain.shrink(worst, _smaller_configs, lambda options: [v.wrong for v in _grade_round_trips(student, options)],
+                             rounds=8)
+    verdict = _grade_round_trips(student, [smallest])[0]
+    if not verdict.wrong:
+        smallest, verdict = worst, verdicts[configs.index(worst)]
+    failed = sum(v.wrong for v in verdicts)
+    fail_mismatch(f"a round trip went wrong on {failed} of {len(configs)} generated set-ups; the smallest found",
+                  given=f"{smallest.call()}, with {smallest.describe()}", expected=verdict.expected, got=verdict.got,
+                  cause=_round_trip_cause(configs, verdicts))

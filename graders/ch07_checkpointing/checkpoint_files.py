@@ -14,15 +14,18 @@ carry step numbers larger than every real one, so any decoy taken for a checkpoi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pathlib
+import random
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from graders.isolation import RunnerStudent
+from graders import domain
+from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
@@ -336,10 +339,15 @@ def _rotation_cause(order: list[str], keep: int, deleted: list[str]) -> str | No
         f"one checkpoint too many was kept (keep={keep} keeps exactly {keep})": set(order[:-(keep + 1)]),
         f"one checkpoint too few was kept (keep={keep} keeps exactly {keep})": set(order[:-(keep - 1)] if keep > 1 else order),
         "the oldest checkpoints were kept instead of the newest": set(order[keep:]),
+        # Not causes to name here, but mistakes that may give the same deletions: then nothing is named.
+        "(a float N)": set(sorted(order, key=lambda n: (float(steps[n]), n))[:-keep]),
+        "(a slice [:len - keep])": set(order[:len(order) - keep]),
     }
     matching = [cause for cause, rule in rules.items() if rule == deleted_set and rule != set(order[:-keep])]
-    if len(matching) == 1:
+    if len(matching) == 1 and not matching[0].startswith("("):
         return matching[0]
+    if matching:
+        return None
     same_steps = sorted(deleted_set ^ set(order[:-keep]))
     if same_steps and len({steps[n] for n in same_steps}) == 1 and sum(steps[n] == steps[same_steps[0]] for n in order) > 1:
         return (f"{' and '.join(same_steps)} have the same step {steps[same_steps[0]]}: each file is a checkpoint of its "
@@ -405,3 +413,424 @@ def rotate_missing_directory_and_bad_keep(student: Submission, device: Any) -> N
                      why="keep < 1 is an error whatever the directory holds (check keep first)", cause=None)
         # keep=1 on the same directory works: the check above was not passed by raising always.
         _expect_rotation(student, ["step_1.pt", "step_2.pt"], 1, what="keep=1 after the refused calls")
+
+
+# ==================================================================================================
+# Generated directories: the whole domain of the specification's sentences
+# ==================================================================================================
+# What is drawn (each sentence of the specification, and the classes hand-picked layouts miss):
+# - checkpoints: 0 to 9, N from 0, small, past 2**53 and past 2**64, written with leading zeros (so that equal
+#   steps occur, ordered by name), in any order on disk;
+# - look-alikes built around a real number (a temporary file, a backup, a sign, a space, an underscore, other
+#   scripts' digits, the wrong case, a missing or unescaped dot, ...), their N larger than every checkpoint's
+#   or smaller, so that taking one for a checkpoint changes the answer; folders named like checkpoints;
+# - keep related to the count every way: 1, count - 1, count, count + 1, count < keep < 2*count (where a slice
+#   ``[:len - keep]`` wraps around), 2*count and above, huge;
+# - the directory as a Path, a str, a str ending in "/", relative to the current folder (bare, "./", two levels,
+#   as a Path), named with spaces, glob brackets and stars, non-ASCII letters, a leading dot, a name like a
+#   checkpoint's; missing (never created) now and then.
+DIRECTORY_NAMES = ["checkpoints", "ckpts", "my runs", "run [1]", "a*b?", "données", ".hidden", "step_5.pt",
+                   "v1.2", "x"]
+FORMS = ["path", "text", "text_slash", "relative", "relative_dot", "relative_nested", "relative_path"]
+
+# (template, why it is not a checkpoint): {n} a number, {a}_{b} its digits split, {arabic}/{wide} other scripts' digits
+LOOK_ALIKES = [
+    ("step_{n}.pt.tmp", "a temporary file (it ends in .tmp, not .pt)"),
+    (".step_{n}.pt.k3x9.tmp", "a temporary file left by an atomic save"),
+    ("step_{n}.pt.bak", "a backup copy (the name must end exactly in .pt)"),
+    ("step_{n}.pt~", "an editor's backup copy (the name must end exactly in .pt)"),
+    ("xstep_{n}.pt", "the name must start with step_ (a search, not a full match)"),
+    ("Step_{n}.pt", "names are case-sensitive: Step_ is not step_"),
+    ("step_{n}.PT", "names are case-sensitive: .PT is not .pt"),
+    ("step_{n}a.pt", "N must be digits only"),
+    ("step_-{n}.pt", "N must be digits only (int() accepts a sign)"),
+    ("step_+{n}.pt", "N must be digits only (int() accepts a sign)"),
+    ("step_ {n}.pt", "N must be digits only (int() ignores spaces)"),
+    ("step_{n} .pt", "N must be digits only (int() ignores spaces)"),
+    ("step_{a}_{b}.pt", "N must be digits only (int() accepts underscores between digits)"),
+    ("step_{arabic}.pt", "N must be ASCII digits (str.isdigit() and \\d also accept Arabic-Indic digits)"),
+    ("step_{wide}.pt", "N must be ASCII digits (str.isdigit() and \\d also accept full-width digits)"),
+    ("step_{n}.pt.pt", "the name must be exactly step_<N>.pt"),
+    ("step_{n}Xpt", "the dot must be a real dot (an unescaped . in a pattern matches any character)"),
+    ("step__{n}.pt", "N must be digits only"),
+    ("step_{n}", "the name must end in .pt"),
+    ("step{n}.pt", "the name must start with step_"),
+    ("step_{n}.pth", "the name must end exactly in .pt"),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """One generated case: a directory's entries, how it is passed, and keep (None: latest_checkpoint)."""
+
+    files: tuple[str, ...]
+    folders: tuple[str, ...] = ()
+    keep: int | None = None
+    form: str = "path"
+    name: str = "checkpoints"
+    missing: bool = False
+    reasons: tuple[tuple[str, str], ...] = ()  # look-alike name -> why it is not a checkpoint
+
+    @property
+    def size(self) -> tuple[int, ...]:
+        return (len(self.files) + len(self.folders), self.keep or 0, sum(map(len, self.files + self.folders)))
+
+    @property
+    def relative(self) -> bool:
+        return self.form.startswith("relative")
+
+    def argument(self, base: pathlib.Path) -> Any:
+        """What the student's function is given, for a case laid out in ``base`` (the directory's parent)."""
+        folder = base / "outer" / self.name if self.form == "relative_nested" else base / self.name
+        return {"path": folder, "text": os.fspath(folder), "text_slash": os.fspath(folder) + os.sep,
+                "relative": self.name, "relative_dot": f".{os.sep}{self.name}",
+                "relative_nested": os.path.join("outer", self.name),
+                "relative_path": pathlib.Path(self.name)}[self.form]
+
+    def folder(self, base: pathlib.Path) -> pathlib.Path:
+        return base / "outer" / self.name if self.form == "relative_nested" else base / self.name
+
+    def shown_argument(self) -> str:
+        return {"path": f"Path('.../{self.name}')", "text": f"'.../{self.name}'", "text_slash": f"'.../{self.name}/'",
+                "relative": repr(self.name), "relative_dot": repr(f"./{self.name}"),
+                "relative_nested": repr(f"outer/{self.name}"), "relative_path": f"Path({self.name!r})"}[self.form]
+
+    def call(self) -> str:
+        if self.keep is None:
+            return f"latest_checkpoint({self.shown_argument()})"
+        return f"rotate_checkpoints({self.shown_argument()}, keep={self.keep})"
+
+    def holding(self) -> str:
+        if self.missing:
+            return "a directory that does not exist"
+        entries = sorted(self.files) + [f"{name}/ (a folder)" for name in sorted(self.folders)]
+        return f"the directory holds {entries or 'nothing'}"
+
+
+def _digits(number: int, table: str) -> str:
+    return "".join(table[int(d)] for d in str(number))
+
+
+def _look_alike(generator: random.Random, number: int) -> tuple[str, str]:
+    template, reason = domain.pick(generator, LOOK_ALIKES)
+    text = str(number)
+    cut = generator.randint(1, len(text) - 1) if len(text) > 1 else 1
+    name = template.format(n=number, a=text[:cut], b=text[cut:] or "0",
+                           arabic=_digits(number, "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669"),
+                           wide=_digits(number, "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19"))
+    return name, reason
+
+
+def _step_number(generator: random.Random) -> int:
+    kind = domain.pick(generator, ["tiny", "small", "medium", "float53", "huge"], weights=[3, 4, 3, 1, 1])
+    if kind == "tiny":
+        return domain.small_int(generator, 0, 3)
+    if kind == "small":
+        return generator.randint(0, 30)
+    if kind == "medium":
+        return generator.randint(0, 5000)
+    if kind == "float53":
+        return 2**53 + generator.randint(-2, 3)
+    return 2**64 + generator.randint(0, 10**6)
+
+
+def _keep_for(generator: random.Random, count: int) -> int:
+    relation = domain.pick(generator, ["one", "below", "equal", "above", "between", "double", "huge", "any"],
+                           weights=[2, 2, 2, 2, 4, 1, 1, 3])
+    if relation == "between" and count >= 2:  # count < keep < 2*count: where a slice [:len - keep] wraps around
+        return generator.randint(count + 1, 2 * count - 1)
+    keep = {"one": 1, "below": count - 1, "equal": count, "above": count + 1, "between": count + 1,
+            "double": 2 * count + generator.randint(0, 1), "huge": 10**generator.randint(3, 18),
+            "any": generator.randint(1, max(1, count))}[relation]
+    return max(1, keep)
+
+
+def generate_layout(generator: random.Random, *, rotate: bool) -> Layout:
+    """A directory the specification allows, drawn from its sentences (see above)."""
+    count = domain.small_int(generator, 0, 9, edge=0.2)
+    numbers = [_step_number(generator) for _ in range(count)]
+    if count >= 2 and generator.random() < 0.3:  # equal steps: the same N with other leading zeros
+        numbers[generator.randrange(count)] = numbers[generator.randrange(count)]
+    files: set[str] = set()
+    for number in numbers:
+        zeros = domain.pick(generator, [0, 0, 0, 1, 2])
+        name = f"step_{'0' * zeros}{number}.pt"
+        while name in files:
+            name = f"step_0{name[5:]}"
+        files.add(name)
+    reasons: dict[str, str] = {}
+    top, bottom = max(numbers, default=5), min(numbers, default=5)
+    for _ in range(domain.pick(generator, [0, 0, 1, 1, 2, 3, 4])):
+        # Above every checkpoint (latest would return it) or below (rotate would delete it), or anywhere.
+        number = domain.pick(generator, [top + generator.randint(1, 40), max(0, bottom - generator.randint(0, 3)),
+                                         generator.randint(0, 50)])
+        name, reason = _look_alike(generator, number)
+        if name not in files:
+            files.add(name)
+            reasons[name] = reason
+    if generator.random() < 0.15:
+        files.add("notes.txt")
+        reasons["notes.txt"] = "not a checkpoint name at all"
+    folders: set[str] = set()
+    for _ in range(domain.pick(generator, [0, 0, 0, 1, 2])):
+        name = f"step_{domain.pick(generator, [top + generator.randint(1, 9), bottom, generator.randint(0, 9)])}.pt"
+        if name not in files:
+            folders.add(name)
+    missing = generator.random() < 0.05
+    if missing:
+        files, folders, reasons = set(), set(), {}
+    on_disk = sorted(files)  # sorted first: a set's order changes with the process's hash seed
+    generator.shuffle(on_disk)
+    return Layout(files=tuple(on_disk), folders=tuple(sorted(folders)),
+                  keep=_keep_for(generator, 0 if missing else count) if rotate else None, form=domain.pick(generator, FORMS),
+                  name=domain.pick(generator, DIRECTORY_NAMES), missing=missing, reasons=tuple(sorted(reasons.items())))
+
+
+# ==================================================================================================
+# Generated cases: lay out, call in one scenario, compare in the judge
+# ==================================================================================================
+def run_layouts(student: RunnerStudent, calls: list[tuple[str, Any, tuple[Any, ...], str | None]]) -> list[dict[str, Any]]:
+    """In the runner: the student's function on every laid-out directory, each result described (or what it raised)."""
+    observed = []
+    for name, argument, extra, cwd in calls:
+        try:
+            observed.append(run_and_describe(student, name, argument, *extra, cwd=cwd))
+        except StudentRaised as exc:
+            observed.append({"kind": "raised", "describe": exc.error.describe(), "type": exc.error.exception_type})
+    return observed
+
+
+@judge_only
+def _expected_for(layout: Layout, argument: Any) -> dict[str, Any]:
+    order = [] if layout.missing else _checkpoints_oldest_first(list(layout.files))
+    if layout.keep is None:
+        return {"latest": os.fspath(pathlib.Path(argument) / order[-1]) if order else None, "order": order}
+    deleted = order[:-layout.keep]
+    return {"deleted": deleted, "paths": [os.fspath(pathlib.Path(argument) / n) for n in deleted], "order": order}
+
+
+@dataclasses.dataclass
+class Verdict:
+    """One generated case judged: what came back and what was expected (None when right), and what it did."""
+
+    got: str | None = None
+    expected: str | None = None
+    latest: str | None = None  # the name latest_checkpoint returned
+    deleted: list[str] | None = None  # what rotate_checkpoints deleted
+    raised: bool = False
+
+    @property
+    def wrong(self) -> bool:
+        return self.got is not None
+
+
+@judge_only
+def _verdict(layout: Layout, argument: Any, observed: dict[str, Any], before: dict[str, str],
+             after: dict[str, str], existed_after: bool) -> Verdict:
+    """Whether one case's result is right, in the student's terms."""
+    expected = _expected_for(layout, argument)
+    verdict = Verdict(deleted=sorted(set(before) - set(after)))
+    verdict.latest = (NOTHING if observed["kind"] == "none" else _name_of(observed)
+                      if observed["kind"] == "one" and observed["is_path"] else OTHER)
+    if observed["kind"] == "raised":
+        verdict.got, verdict.expected, verdict.raised = f"it raised {observed['describe']}", "no error", True
+        return verdict
+    if layout.missing and existed_after:
+        verdict.got = "the directory was created"
+        verdict.expected = "a missing directory left missing (there is nothing in it)"
+        return verdict
+    if layout.keep is None:
+        if after != before:
+            changed = sorted(set(before) ^ set(after) | {n for n in before if n in after and before[n] != after[n]})
+            verdict.got, verdict.expected = f"the directory changed: {changed}", "latest_checkpoint only looks"
+            return verdict
+        want = expected["latest"]
+        if want is None and observed["kind"] != "none":
+            verdict.got, verdict.expected = _shown(observed), "None"
+        elif want is not None and (observed["kind"] != "one" or not observed["is_path"] or observed["text"] != want):
+            verdict.got, verdict.expected = _shown(observed), f"Path({want!r})"
+        return verdict
+    wanted = f"deleted {expected['deleted']}, returned [{', '.join(f'Path({p!r})' for p in expected['paths'])}]"
+    if verdict.deleted != sorted(expected["deleted"]):
+        verdict.got, verdict.expected = f"deleted {verdict.deleted}, returned {_shown(observed)}", wanted
+        return verdict
+    touched = sorted(n for n in after if before.get(n) != after[n])
+    if touched:
+        verdict.got, verdict.expected = f"created or rewrote {touched}", "only old checkpoints deleted"
+        return verdict
+    right_list = (observed["kind"] == "sequence" and observed["type"] == "list"
+                  and all(item["is_path"] for item in observed["items"])
+                  and [item["text"] for item in observed["items"]] == expected["paths"])
+    if not right_list:
+        verdict.got = f"deleted {verdict.deleted}, returned {_shown(observed)}"
+        verdict.expected = wanted + " (a list of Path(directory) / name, oldest first)"
+    return verdict
+
+
+def _memory_folder() -> str | None:
+    """A folder in memory (tmpfs) where there is one: hundreds of small directories are laid out per check, and on
+    a busy disk each file costs milliseconds. What the functions do does not depend on the filesystem."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def _grade_layouts(student: Submission, layouts: list[Layout]) -> list[Verdict]:
+    """Lay out every case in a folder of its own, call them all in one scenario, and judge each."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-files-gen-", dir=_memory_folder()))
+    try:
+        calls, arguments, befores = [], [], []
+        for index, layout in enumerate(layouts):
+            base = root / f"case{index}"
+            base.mkdir()
+            folder = layout.folder(base)
+            if not layout.missing:
+                folder.mkdir(parents=True)
+                for name in layout.files:
+                    (folder / name).write_text(name)
+                for name in layout.folders:
+                    (folder / name).mkdir()
+                    (folder / name / "inside.txt").write_text("a file inside a folder")
+            argument = layout.argument(base)
+            arguments.append(argument)
+            befores.append(_contents(folder))
+            name = "latest_checkpoint" if layout.keep is None else "rotate_checkpoints"
+            extra = () if layout.keep is None else (layout.keep,)
+            calls.append((name, argument, extra, os.fspath(base) if layout.relative else None))
+        observed = student.scenario(run_layouts, calls)
+        problems = []
+        for index, layout in enumerate(layouts):
+            folder = layout.folder(root / f"case{index}")
+            verdict = _verdict(layout, arguments[index], observed[index], befores[index], _contents(folder),
+                               folder.exists())
+            base = os.fspath(root / f"case{index}")
+            verdict.got = verdict.got and verdict.got.replace(base, "...")
+            verdict.expected = verdict.expected and verdict.expected.replace(base, "...")
+            problems.append(verdict)
+        return problems
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _smaller_layouts(layout: Layout) -> list[Layout]:
+    """Candidates for shrinking: one entry fewer, keep one lower, the plainest directory name and form."""
+    candidates = []
+    for index in range(len(layout.files)):
+        files = layout.files[:index] + layout.files[index + 1:]
+        keep = layout.keep
+        candidates.append(dataclasses.replace(layout, files=files, keep=keep,
+                                              reasons=tuple(r for r in layout.reasons if r[0] in files)))
+    for index in range(len(layout.folders)):
+        candidates.append(dataclasses.replace(layout, folders=layout.folders[:index] + layout.folders[index + 1:]))
+    if layout.keep is not None and layout.keep > 1:
+        candidates.append(dataclasses.replace(layout, keep=layout.keep - 1))
+        if layout.keep > 12:
+            candidates.append(dataclasses.replace(layout, keep=12))
+    if layout.name != "checkpoints":
+        candidates.append(dataclasses.replace(layout, name="checkpoints"))
+    if layout.form != "path":
+        candidates.append(dataclasses.replace(layout, form="path"))
+    return candidates
+
+
+def _expect_layouts(student: Submission, layouts: list[Layout], what: str) -> None:
+    verdicts = _grade_layouts(student, layouts)
+    failing = [v.wrong for v in verdicts]
+    worst = domain.smallest(layouts, failing, lambda c: c.size)
+    if worst is None:
+        return
+    smallest = domain.shrink(worst, _smaller_layouts, lambda options: [v.wrong for v in _grade_layouts(student, options)])
+    verdict = _grade_layouts(student, [smallest])[0]
+    if not verdict.wrong:  # the shrunk case passed when graded alone (an answer that varies): show the drawn one
+        smallest, verdict = worst, verdicts[layouts.index(worst)]
+    fail_mismatch(f"{what} is wrong on {sum(failing)} of {len(layouts)} generated directories; the smallest found",
+                  given=f"{smallest.call()}, where {smallest.holding()}", expected=verdict.expected, got=verdict.got,
+                  cause=_generated_cause(layouts, verdicts, smallest, verdict))
+
+
+# ==================================================================================================
+# Causes: a catalogued mistake named only when it alone gives the student's answer on every case
+# ==================================================================================================
+NOTHING = "<None>"  # latest_checkpoint returned None
+OTHER = "<not a path>"
+LATEST_AS_TEXT = "the names were compared as text: 'step_9.pt' sorts after 'step_10.pt'; compare int(N) instead"
+LATEST_SMALLEST = "the smallest step was returned, not the largest N"
+LATEST_FLOAT = "N was converted to a float: step numbers past 2**53 lose digits as floats and compare equal; use int(N)"
+LATEST_TIE = "equal steps must be ordered by name (of step_7.pt and step_007.pt, the later name is the latest)"
+
+
+@judge_only
+def _mistaken_deletions(order: list[str], keep: int) -> dict[str, list[str]]:
+    """What rotate_checkpoints deletes under each catalogued mistake, for the checkpoints ``order`` (oldest first)."""
+    steps = {name: int(_STEP.fullmatch(name).group(1)) for name in order}
+    by_step: dict[int, str] = {}
+    for name in order:
+        by_step[steps[name]] = name  # one file per step: the others are never seen
+    seen_oldest_first = sorted(by_step.values(), key=lambda n: steps[n])
+    return {
+        "the names were compared as text (step_9.pt sorts after step_10.pt); compare int(N)": sorted(order)[:-keep],
+        "one checkpoint too many was kept (keep=k keeps exactly k)": order[:-(keep + 1)],
+        "one checkpoint too few was kept (keep=k keeps exactly k)": order[:-(keep - 1)] if keep > 1 else list(order),
+        "the oldest checkpoints were kept instead of the newest": order[keep:],
+        LATEST_FLOAT: sorted(order, key=lambda n: (float(steps[n]), n))[:-keep],
+        "the slice [:len(checkpoints) - keep] wraps around when keep > len(checkpoints): a negative end counts from "
+        "the end, so it deletes checkpoints it must keep (delete max(0, len - keep), or slice [:-keep])":
+            order[:len(order) - keep],
+        "the checkpoints were collected in a dict keyed by N, so files with equal steps (step_7.pt, step_007.pt) "
+        "count as one; each file is a checkpoint of its own, equal steps ordered by name":
+            sorted(seen_oldest_first[:-keep], key=lambda n: (steps[n], n)),
+    }
+
+
+@judge_only
+def _mistaken_latest(order: list[str]) -> dict[str, str]:
+    """What latest_checkpoint returns (a name, or NOTHING) under each catalogued mistake."""
+    if not order:
+        return dict.fromkeys((LATEST_AS_TEXT, LATEST_SMALLEST, LATEST_FLOAT, LATEST_TIE), NOTHING)
+    steps = {name: int(_STEP.fullmatch(name).group(1)) for name in order}
+    return {LATEST_AS_TEXT: max(order), LATEST_SMALLEST: order[0],
+            LATEST_FLOAT: max(order, key=lambda n: (float(steps[n]), n)),
+            LATEST_TIE: max(order, key=lambda n: (steps[n], [-ord(c) for c in n]))}
+
+
+@judge_only
+def _generated_cause(layouts: list[Layout], verdicts: list[Verdict], smallest: Layout, verdict: Verdict) -> str | None:
+    """What singles out the cause: a look-alike or folder returned or deleted in the smallest case (an observation),
+    else the one catalogued mistake that gives the student's result on every case made of checkpoints only
+    (right ones included: a mistake that changes nothing there must leave the right result), else None."""
+    taken = [verdict.latest] if smallest.keep is None else [n for n in verdict.deleted or []
+                                                          if not _STEP.fullmatch(n) or n in smallest.folders]
+    reasons = dict(smallest.reasons)
+    for name in taken:
+        if name in reasons:
+            return f"{name!r} is not a checkpoint: {reasons[name]}"
+        if name in smallest.folders:
+            return f"{name!r} is a folder, not a regular file"
+    fitting: set[str] | None = None
+    for layout, seen in zip(layouts, verdicts):
+        # Each mistake alone (everything else right: look-alikes and folders ignored) predicts every case.
+        order = [] if layout.missing else _checkpoints_oldest_first(list(layout.files))
+        if seen.raised:
+            fits: set[str] = set()
+        elif layout.keep is None:
+            right = order[-1] if order else NOTHING
+            got = right if not seen.wrong else seen.latest
+            fits = {c for c, result in _mistaken_latest(order).items() if result == got}
+        else:
+            got = sorted(order[:-layout.keep]) if not seen.wrong else seen.deleted
+            fits = {c for c, result in _mistaken_deletions(order, layout.keep).items() if sorted(result) == got}
+        fitting = fits if fitting is None else fitting & fits
+    return next(iter(fitting)) if fitting and len(fitting) == 1 else None
+
+
+@CHECKPOINT_FILES.check(points=1)
+def latest_on_generated_directories(student: Submission, device: Any) -> None:
+    """latest_checkpoint on 150 generated directories: any N (leading zeros, equal steps, past 2**64), look-alikes, folders, every form of directory."""
+    layouts = domain.draw(lambda g: generate_layout(g, rotate=False), 150, size=lambda c: c.size)
+    _expect_layouts(student, layouts, "latest_checkpoint")
+
+
+@CHECKPOINT_FILES.check(points=2)
+def rotate_on_generated_directories(student: Submission, device: Any) -> None:
+    """rotate_checkpoints on 150 generated directories: keep below, at, above and up to twice the count (and beyond), look-alikes, folders, every form of directory."""
+    layouts = domain.draw(lambda g: generate_layout(g, rotate=True), 150, size=lambda c: c.size)
+    _expect_layouts(student, layouts, "rotate_checkpoints")
