@@ -150,3 +150,84 @@ def test_sweeps_that_never_train_earn_nothing():
                                          LR_CHECKS, device="cpu", instructor=True)
         assert report.score == 0, report.as_text()
         assert not report.grader_errors, report.as_text()
+
+
+# -- the generated domain (issue 32): each class the specification allows is drawn ---------------------
+def _drawn(generate, size, count: int = 500, seed: int = 0) -> list:
+    import random
+
+    from graders import domain
+
+    random.seed(seed)
+    return domain.draw(generate, count, size=size)
+
+
+def _left(case) -> int:
+    lrs, losses, kwargs = case
+    return len(grader._trimmed(losses, kwargs.get("skip_start", 10), kwargs.get("skip_end", 5)))
+
+
+def test_generated_suggest_lr_calls_cover_the_trimming_relations():
+    drawn = _drawn(grader.draw_suggest_case, grader.suggest_case_size)
+    left = [_left(c) for c in drawn]
+    assert {0, 1, 2, 3} <= set(left) and max(left) > 50
+    assert any(k.get("skip_end", 5) > len(s) for _, s, k in drawn)  # skip_end past the length
+    assert any(k.get("skip_start", 10) > len(s) for _, s, k in drawn)
+    assert any(k.get("skip_end") == 0 for _, _, k in drawn) and any("skip_start" not in k for _, _, k in drawn)
+    assert any("skip_end" not in k for _, _, k in drawn)
+    assert {type(lrs) for lrs, _, _ in drawn} == {list, tuple}
+    assert all(_left(c) >= 2 for c in _drawn(lambda rng: grader.draw_suggest_case(rng, valid=True),
+                                             grader.suggest_case_size, 100))
+
+
+def test_generated_suggest_lr_calls_cover_ties_ends_and_magnitudes():
+    drawn = [c for c in _drawn(grader.draw_suggest_case, grader.suggest_case_size) if _left(c) >= 3]
+
+    def steepest(case):
+        lrs, losses, kwargs = case
+        kept = np.gradient(np.array(grader._trimmed(losses, kwargs.get("skip_start", 10), kwargs.get("skip_end", 5))))
+        return kept, int(np.argmin(kept))
+
+    assert any((g == g.min()).sum() > 1 for g, _ in map(steepest, drawn))  # several points share the steepest fall
+    assert any(j == len(g) - 1 for g, j in map(steepest, drawn)) and any(j == 0 for g, j in map(steepest, drawn))
+    magnitudes = [abs(v) for _, losses, _ in drawn for v in losses if v]
+    assert min(magnitudes) < 1e-100 and max(magnitudes) > 1e20
+    assert any(min(losses, default=0) < 0 for _, losses, _ in drawn)
+
+
+def test_generated_sweeps_cover_the_arguments_and_the_objects():
+    drawn = _drawn(grader.draw_sweep, grader.sweep_size, 300)
+    params = [{**grader.DEFAULTS, **c["params"]} for c in drawn]
+    assert any(p["diverge_threshold"] == 1.0 for p in params) and any(p["smooth"] == 0.0 for p in params)
+    assert any(p["smooth"] == 1.0 for p in params) and any(p["num_iter"] == 2 for p in params)
+    assert any(p["end_lr"] <= p["start_lr"] * (1 + 1e-5) for p in params)
+    assert any(p["end_lr"] >= p["start_lr"] * 1e6 for p in params)
+    assert all(p["end_lr"] > p["start_lr"] > 0 and p["num_iter"] >= 2 and p["diverge_threshold"] >= 1 for p in params)
+    assert any(len(c["params"]) < 5 for c in drawn)  # some arguments left to their defaults
+    objects = [c["objects"] for c in drawn]
+    assert {o["mode"] for o in objects} == {"train", "eval", "mixed"} and {o["kind"] for o in objects} == {"sgd", "adam"}
+    assert {o["loader"] for o in objects} == {"list", "dataloader"}
+    assert any(o["samples"] % o["batch_size"] for o in objects)  # a short last batch
+    assert any(-(-o["samples"] // o["batch_size"]) < p["num_iter"] for o, p in zip(objects, params))  # restarted
+
+
+def test_the_generated_checks_reject_bugs_the_hand_written_cases_miss():
+    """>= in the divergence test shows only at diverge_threshold=1; a skip_end past the length only in generated
+    calls: each is rejected, on the smallest failing case, with the cause named."""
+    path = "tests/submissions/ch04_data/lr_range_test/bug_diverge_at_threshold.py"
+    report = graders.check_file("lr_range_test", path, ["stops_on_divergence"], device="cpu")
+    message = report.results[0].message
+    assert not report.passed and "the smallest of" in message and "uses >= where the spec has >" in message, message
+    assert "num_iter=2" in message, message  # the smallest: two iterations
+    namespace: dict = {}
+    exec("import numpy as np\n"
+         "def suggest_lr(lrs, losses, *, skip_start=10, skip_end=5):\n"
+         "    kept = list(losses)[skip_start:max(len(losses) - skip_end, -1)]\n"
+         "    if len(kept) < 2:\n"
+         "        raise ValueError('fewer than 2')\n"
+         "    return float(list(lrs)[skip_start + int(np.argmin(np.gradient(np.array(kept))))])\n"
+         "def lr_range_test(*args, **kwargs):\n"
+         "    raise NotImplementedError\n", namespace)
+    report = graders.check_namespace("lr_range_test", namespace, ["suggest_lr_too_few_points"], device="cpu")
+    message = report.results[0].message
+    assert not report.passed and "the smallest of" in message and "generated calls" in message, message

@@ -120,3 +120,69 @@ def test_a_notebook_namedtuple_comes_back_from_the_workers(device):
     linecache.cache[filename] = (0, None, source.splitlines(True), filename)
     report = graders.check_namespace("pad_collate", namespace, ["works_in_dataloader"], device=device)
     assert report.passed, report.as_text()
+
+
+# -- the generated domain (issue 32): each class the specification allows is drawn ---------------------
+def _drawn(generate=None, count: int = 500, seed: int = 0) -> list[dict]:
+    import random
+
+    from graders import domain
+
+    random.seed(seed)
+    return domain.draw(generate or grader.draw_batch, count, size=grader.batch_size)
+
+
+def test_generated_batches_cover_sizes_and_length_relations():
+    drawn = _drawn()
+    lengths = [[len(row) for row in d["values"]] for d in drawn]
+    assert any(len(ls) == 1 for ls in lengths) and any(len(ls) >= 12 for ls in lengths)
+    assert any(len(ls) > 1 and not any(ls) for ls in lengths)  # every sequence empty
+    assert any(len(ls) > 2 and sum(map(bool, ls)) == 1 for ls in lengths)  # one non-empty among empty ones
+    assert any(len(ls) > 1 and len(set(ls)) == 1 and ls[0] for ls in lengths)  # all of one length
+    assert any(len(ls) > 2 and ls.count(max(ls)) == 1 and ls.index(max(ls)) not in (0, len(ls) - 1) for ls in lengths)
+    assert any(max(ls) >= 100 for ls in lengths)
+
+
+def test_generated_batches_cover_every_layout_and_item_type():
+    drawn = _drawn()
+    layouts = {layout for d in drawn for layout, row in zip(d["layouts"], d["values"]) if len(row) > 1}
+    assert layouts == set(grader.GENERATED_LAYOUTS)
+    batch = next(grader.build_batch(d) for d in drawn if "shared" in d["layouts"][1:])
+    shared = [i for i in range(1, len(batch)) if batch[i][0] is batch[i - 1][0]]
+    assert shared  # the same tensor object twice in one batch
+    built = [seq for d in drawn[:200] for seq, _ in grader.build_batch(d)]
+    assert any(not s.is_contiguous() for s in built) and any(s.is_contiguous() and s.storage_offset() for s in built)
+    assert any(len(s) > 1 and s.stride(0) == 0 for s in built)
+    items = {kind for d in drawn for kind in d["items"]}
+    assert items == {"tuple", "list"} and any(len(set(d["items"])) == 2 for d in drawn)
+
+
+def test_generated_batches_cover_the_values_of_int64():
+    drawn = _drawn()
+    tokens = [v for d in drawn for row in d["values"] for v in row]
+    labels = [v for d in drawn for v in d["labels"]]
+    assert 0 in tokens and min(tokens) < 0 and any(2**31 < v < 2**53 for v in tokens)
+    assert 2**63 - 1 in tokens and -2**63 in tokens and any(v > 2**53 and v % 2 for v in tokens)
+    assert any(row and row[-1] == 0 for d in drawn for row in d["values"])  # a real token 0 at the end
+    assert min(labels) < 0 and any(v > 2**53 for v in labels)
+    assert all(len(d["values"]) == 1 for d in _drawn(grader.draw_single, 100))
+    assert all(any(not row for row in d["values"]) for d in _drawn(grader.draw_with_empty, 100))
+
+
+def test_the_generated_check_rejects_a_float64_round_trip_and_shows_the_smallest_batch():
+    """float64 keeps every token of the hand-written cases (ids up to 2**40); generated ids near 2**62 are
+    rounded: the check fails on the smallest such batch and shows it in the student's terms."""
+    namespace: dict = {}
+    exec("import torch\n"
+         "def pad_collate(batch):\n"
+         "    width = max(len(s) for s, _ in batch)\n"
+         "    padded = torch.zeros(len(batch), width, dtype=torch.float64)\n"
+         "    for i, (s, _) in enumerate(batch):\n"
+         "        padded[i, :len(s)] = s.double()\n"
+         "    return (padded.long(), torch.tensor([len(s) for s, _ in batch]),\n"
+         "            torch.tensor([y for _, y in batch]))\n", namespace)
+    report = graders.check_namespace("pad_collate", namespace, ["returns_int64_tensors"], device="cpu")
+    message = report.results[0].message
+    assert not report.passed and "the smallest of" in message and "generated batches" in message, message
+    shown = message.split("input:")[1].split("\n")[0]
+    assert shown.count("(") <= 3, message  # a batch of one short sequence, as the student would write it

@@ -176,3 +176,71 @@ def test_no_worker_outlives_its_request(tmp_path, worker_line):
             assert _children(runner.process.pid) == [], "worker processes outlived their request"
     finally:
         runner.close()
+
+
+# -- the generated domain (issue 32): each class the specification allows is drawn ---------------------
+def _drawn(generate, count: int = 500, seed: int = 0) -> list:
+    import random
+
+    from graders import domain
+
+    random.seed(seed)
+    return domain.draw(generate, count, size=grader.case_size)
+
+
+def test_generated_cases_cover_every_worker_count_and_size_relation():
+    drawn = _drawn(grader.draw_case)
+    assert {c.workers for c in drawn} == set(range(9))
+    sizes = [(c.end - c.start, c.workers) for c in drawn if c.workers]
+    assert any(n == 0 for n, _ in sizes) and any(0 < n < w for n, w in sizes) and any(n == w for n, w in sizes)
+    assert any(n > w and n % w == 1 for n, w in sizes) and any(n > w and n % w == w - 1 for n, w in sizes)
+    assert any(n > w and n % w == 0 for n, w in sizes if w > 1) and any(n > 100 for n, _ in sizes)
+    assert all(0 < c.end - c.start < c.workers for c in _drawn(grader.draw_crowded, 100) if c.end > c.start)
+    assert all(c.end - c.start <= 1 for c in _drawn(grader.draw_empty, 100))
+
+
+def test_generated_cases_cover_starts_start_methods_and_passes():
+    drawn = _drawn(grader.draw_case)
+    starts = [c.start for c in drawn]
+    assert min(starts) < 0 and any(2**31 <= s < 2**40 for s in starts) and any(s > 2**61 for s in starts)
+    assert any(c.start <= -2**40 for c in drawn)
+    assert {c.start_method for c in drawn if c.workers} == {"fork", "spawn"}
+    assert {c.passes for c in drawn} == {1, 2, 3} and {c.passes for c in _drawn(grader.draw_passes, 50)} == {2, 3}
+
+
+def test_simulated_workers_are_what_a_dataloader_gives():
+    """The simulation (each worker's copy iterated with torch's worker info set) yields what real workers yield."""
+    from graders.isolation import RunnerStudent
+
+    student = RunnerStudent({"RangeStream": reference.RangeStream}, set(), "answer.py")
+    case = grader.Case(-3, 8, 3, "spawn")
+    (seen,) = grader.simulated_workers(student, [case])
+    shards = [shard.tolist() for shard in seen["runs"][0]]
+    assert shards == [list(range(-3 + k, 8, 3)) for k in range(3)]
+    assert torch.utils.data.get_worker_info() is None  # put back
+
+
+def test_the_generated_check_rejects_an_unpicklable_dataset_as_spawn_would():
+    """A lambda on the dataset works with fork (every hand-written check); spawn pickles the dataset for each
+    worker, and fails: the generated cases copy it as spawn does and say so."""
+    source = STREAM.replace("self.start, self.end = start, end",
+                            "self.start, self.end = start, end\n        self.make = lambda: None")
+    report = graders.check_namespace("range_stream", _notebook(source), ["several_workers"], device="cpu")
+    message = report.results[0].message
+    assert not report.passed and "pickled (spawn" in message and "the smallest of" in message, message
+
+
+def test_the_generated_check_reports_the_smallest_failing_case():
+    """Float chunk bounds are exact for the hand-written starts; near 2**62 they round. The smallest failing case
+    is reported (a few ints), not the first one drawn."""
+    source = STREAM.replace(
+        "        return iter(range(self.start + info.id, self.end, info.num_workers))",
+        "        n = self.end - self.start\n"
+        "        return iter(range(int(self.start + info.id * n / info.num_workers),\n"
+        "                          int(self.start + (info.id + 1) * n / info.num_workers)))")
+    report = graders.check_namespace("range_stream", _notebook(source), ["several_workers"], device="cpu")
+    message = report.results[0].message
+    assert not report.passed and "the smallest of" in message, message
+    first = int(message.split("RangeStream(")[1].split(",")[0])
+    last = int(message.split("RangeStream(")[1].split(",")[1].split(")")[0])
+    assert first > 2**53 and last - first <= 8, message

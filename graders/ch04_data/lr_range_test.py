@@ -17,9 +17,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import itertools
 import math
 import numbers
 import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +33,9 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.data import DataLoader, TensorDataset
 
 from graders.compare import one_torch_thread, show, show_number, type_name
-from graders.isolation import RunnerStudent
-from graders.outcomes import StudentCodeError, fail, fail_mismatch
+from graders import domain
+from graders.isolation import RunnerStudent, StudentRaised
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
@@ -113,6 +116,10 @@ def _first_over(values: Sequence[float], threshold: float, reference: str = "min
     lowest = math.inf
     for i, v in enumerate(values):
         lowest = min(lowest, v)
+        if reference == "min or equal":  # a known mistake: >= instead of >
+            if v >= threshold * lowest:
+                return i
+            continue
         if v > threshold * (lowest if reference == "min" else values[0]):
             return i
     return None
@@ -515,7 +522,7 @@ class _Trial:
         got, raw = seen.losses[:n], expected.raw[:n]
         known = [
             (raw, "the losses are the raw batch losses, not smoothed: s_i = smooth * loss_i + (1 - smooth) * s_(i-1)"),
-            ([v / (1 - (1 - smooth) ** (i + 1)) for i, v in enumerate(_from_zero(raw, smooth))],
+            ([v / (1 - (1 - smooth) ** (i + 1)) if smooth else math.nan for i, v in enumerate(_from_zero(raw, smooth))],
              "the smoothed loss is bias-corrected (divided by 1 - (1 - smooth) ** (i + 1), as fastai does); the "
              "spec's recursion starts at s_0 = loss_0 and has no correction"),
             (_ema(raw, 1 - smooth), "smooth and 1 - smooth are swapped: s_i = smooth * loss_i + (1 - smooth) * "
@@ -548,7 +555,13 @@ class _Trial:
     def stop_cause(self, seen: _Seen) -> str | None:
         expected, lrs, losses = self.expected, seen.lrs, seen.losses
         threshold, stopped = self.p["diverge_threshold"], len(expected.lrs) - 1
-        if len(lrs) == stopped and _close(losses, expected.losses[:stopped]):
+        diverged = _first_over(expected.losses, threshold) == stopped
+        at_or_above = _first_over(self.variant(stop=False).losses, threshold, "min or equal")
+        if at_or_above is not None and len(lrs) == at_or_above + 1 != stopped + 1 and _close(
+                losses, expected.losses[:len(lrs)]):
+            return ("the divergence test uses >= where the spec has >: stop only when s_i > diverge_threshold * "
+                    "min(s_0, ..., s_i), strictly above (with diverge_threshold=1, s_0 >= 1 * s_0 stops at once)")
+        if diverged and len(lrs) == stopped and _close(losses, expected.losses[:stopped]):
             return ("the run stopped before recording the iteration whose smoothed loss crossed the threshold; "
                     "record iteration i first, then stop")
         if len(lrs) == self.p["num_iter"] > len(expected.lrs):
@@ -690,6 +703,7 @@ def smoothed_losses(student: Submission, device: torch.device) -> None:
                    dict(start_lr=1e-2, end_lr=0.3, num_iter=8, smooth=0.8, diverge_threshold=50.0, learnable=True)):
         trial = _Trial(device, batches=14, batch_size=6, **params)
         trial.expect_run(trial.observe(student), "the recorded losses differ from the specification's run")
+    _expect_generated_sweeps(student, device, 8, "a generated call differs from the specification", focus="smooth")
 
 
 @LR_RANGE_TEST.check(points=1)
@@ -730,6 +744,8 @@ def stops_on_divergence(student: Submission, device: torch.device) -> None:
                        diverge_threshold=2.0)
     trial.expect_run(trial.observe(student), "a run whose loss falls first, then diverges, differs from the "
                                              "specification's")
+    _expect_generated_sweeps(student, device, 8, "a generated call differs from the specification",
+                             focus="threshold")
 
 
 _EARLY_EXIT = ("a sweep that ran to num_iter was restored, but this one stopped on divergence and was not: the "
@@ -787,6 +803,7 @@ def restores_parameters_and_buffers(student: Submission, device: torch.device) -
     seen = trial.observe(student, restore=True)
     trial.expect_trained(seen, "after lr_range_test")
     _expect_model_restored(trial, seen, "after a run that diverged", full_sweep_restored=True)
+    _expect_generated_sweeps(student, device, 6, "a generated call did not restore everything")
 
 
 @LR_RANGE_TEST.check(points=1)
@@ -927,11 +944,40 @@ def _trimmed(values: Sequence[float], skip_start: int, skip_end: int) -> list[fl
     return list(values)[skip_start:max(len(values) - skip_end, 0)]
 
 
+@judge_only
+def _steepest_lrs(lrs: list[float], losses: list[float], skip_start: int, skip_end: int) -> list[float]:
+    """Every lr where numpy.gradient of the trimmed losses is most negative: when several points share that
+    gradient the specification does not say which one is meant, so each is right."""
+    gradient = np.gradient(np.array(_trimmed(losses, skip_start, skip_end), dtype=np.float64))
+    return [lrs[skip_start + int(j)] for j in np.flatnonzero(gradient == gradient.min())]
+
+
+@judge_only
+def _accepted(lrs: list[float], losses: list[float], skip_start: int, skip_end: int) -> tuple[bool, list[float]]:
+    """(ValueError is right, the lrs that are right). When skip_end is larger than len(losses), the specification's
+    slice losses[skip_start : len(losses) - skip_end] has a negative stop: read as "nothing left after trimming"
+    (the reference) it raises; read as Python slices it (counting from the end) it may leave points. The
+    specification does not say which is meant, so both are right there."""
+    may_raise = len(_trimmed(losses, skip_start, skip_end)) < 2
+    values = _steepest_lrs(lrs, losses, skip_start, skip_end) if not may_raise else []
+    stop = len(losses) - skip_end
+    if stop < 0:
+        literal = losses[skip_start:stop]
+        if len(literal) < 2:
+            may_raise = True
+        else:
+            gradient = np.gradient(np.array(literal, dtype=np.float64))
+            values += [lrs[skip_start + int(j)] for j in np.flatnonzero(gradient == gradient.min())]
+    return may_raise, values
+
+
+@judge_only
 def _expected_suggestion(lrs: list[float], losses: list[float], skip_start: int, skip_end: int) -> float:
     kept = np.array(_trimmed(losses, skip_start, skip_end), dtype=np.float64)
     return lrs[skip_start + int(np.argmin(np.gradient(kept)))]
 
 
+@judge_only
 def _known_suggestions(lrs: list[float], losses: list[float], skip_start: int, skip_end: int) -> dict[str, Any]:
     """What known mistakes return on this input, by the words that name them."""
     kept = np.array(_trimmed(losses, skip_start, skip_end), dtype=np.float64)
@@ -1033,6 +1079,7 @@ def suggest_lr_steepest_descent(student: Submission, device: torch.device) -> No
         (_loss_curve(rng, 300, steep_at=150, noise=0.001), dict(skip_start=100, skip_end=20)),
     ]
     _expect_suggestions(student, cases, "suggest_lr picked the wrong learning rate")
+    _expect_generated_suggestions(student, 300, "suggest_lr picked the wrong learning rate", valid=True)
 
 
 @LR_RANGE_TEST.check(points=1)
@@ -1053,3 +1100,256 @@ def suggest_lr_too_few_points(student: Submission, device: torch.device) -> None
               (9, dict(skip_start=3, skip_end=4))]]
     _expect_suggestions(student, cases, "suggest_lr picked the wrong learning rate when exactly 2 points remain "
                                         "after trimming")
+    _expect_generated_suggestions(student, 200, "suggest_lr, with 2 points or fewer left after trimming", valid=None)
+
+
+# ==================================================================================================
+# Generated cases: the specification's whole domain (issue 32)
+# ==================================================================================================
+def _draw_losses(rng: random.Random, n: int, kind: str, first: int, stop: int) -> list[float]:
+    """n losses: a range-test curve, uniform noise, few distinct values (equal gradients: the first one counts),
+    a steepest fall at the first or the last point kept, or magnitudes far from 1 (tiny, huge, negative)."""
+    if kind == "curve":
+        return _loss_curve(rng, n, steep_at=rng.randint(0, max(n - 1, 0)), noise=rng.choice([0.0, 0.01, 0.3]))[1]
+    if kind == "ties":
+        return [float(rng.choice([1, 2, 3])) for _ in range(n)]
+    losses = [rng.uniform(0.5, 3.0) for _ in range(n)]
+    if kind in ("steep_last", "steep_first") and stop - first >= 2:
+        at = stop - 1 if kind == "steep_last" else first
+        losses[at] -= 10.0 if kind == "steep_last" else -10.0  # the first point: a rise just after it
+        if kind == "steep_first":
+            losses[at] = losses[at + 1] + 10.0
+    if kind == "scaled":
+        scale = rng.choice([1e-30, 1e30, -1.0, 1e-300])
+        losses = [v * scale for v in losses]
+    return losses
+
+
+def draw_suggest_case(rng: random.Random, *, valid: bool | None = None) -> tuple[list[float], list[float], dict]:
+    """(lrs, losses, keyword arguments) of a suggest_lr call: any length; skip_start and skip_end omitted (their
+    defaults 10 and 5), 0, or in every relation to the length: 2, 1, 0 points left, skip_end past the length,
+    skip_start past it; lrs a geometric grid or any increasing floats, as a list or a tuple. ``valid``: only
+    cases that leave at least 2 points (True), or fewer (False)."""
+    n = domain.pick(rng, [domain.small_int(rng, 0, 20), rng.randint(21, 60), rng.randint(100, 300)],
+                    weights=[5, 3, 1])
+    while True:
+        skip_start = domain.pick(rng, [10, 0, 1, domain.small_int(rng, 0, 12), rng.randint(0, n + 3)])
+        remain = domain.pick(rng, [2, 1, 0, -rng.randint(1, 5), 3, rng.randint(2, max(n, 2))])
+        skip_end = n - skip_start - remain
+        if skip_end < 0:
+            skip_end = domain.pick(rng, [5, 0, rng.randint(0, 4)])
+        if rng.random() < 0.1:
+            skip_start, skip_end = rng.choice([(0, n + rng.randint(2, 9)), (n + rng.randint(0, 4), 0)])
+        left = len(list(range(n))[skip_start:max(n - skip_end, 0)])
+        if valid is None or (left >= 2) == valid:
+            break
+        n = max(n, domain.small_int(rng, 2, 30))
+    kind = domain.pick(rng, ["curve", "uniform", "ties", "steep_last", "steep_first", "scaled"],
+                       weights=[4, 2, 2, 2, 1, 1])
+    losses = _draw_losses(rng, n, kind, skip_start, max(n - skip_end, 0))
+    if rng.random() < 0.7:
+        low, decades = 10 ** rng.uniform(-9, -3), rng.uniform(1, 9)
+        lrs = [low * 10 ** (decades * i / max(n - 1, 1)) for i in range(n)]
+    else:
+        lrs = list(itertools.accumulate(rng.uniform(1e-6, 1.0) for _ in range(n)))
+    kwargs = {}
+    if skip_start != 10 or rng.random() < 0.5:
+        kwargs["skip_start"] = skip_start
+    if skip_end != 5 or rng.random() < 0.5:
+        kwargs["skip_end"] = skip_end
+    container = rng.choice([list, list, tuple])
+    return container(lrs), container(losses), kwargs
+
+
+def suggest_case_size(case: tuple) -> tuple:
+    lrs, losses, kwargs = case
+    return (len(losses), sum(kwargs.values()), len(kwargs))
+
+
+def suggest_many(student: RunnerStudent, cases: list[tuple]) -> list[dict]:
+    """suggest_lr on every case: what it returned, or the facts of what it raised."""
+    function = student.get("suggest_lr")
+    seen = []
+    for lrs, losses, kwargs in cases:
+        try:
+            seen.append({"value": student.run(function, lrs, losses, **kwargs)})
+        except StudentRaised as exc:
+            seen.append({"raised": dataclasses.asdict(exc.error)})
+    return seen
+
+
+def _suggest_call(case: tuple) -> str:
+    lrs, losses, kwargs = case
+    shown = "".join(f", {k}={v}" for k, v in kwargs.items())
+    return (f"suggest_lr(lrs, losses{shown}) with {len(losses)} points ({type(lrs).__name__}s); "
+            f"lrs = {_short(lrs, 4)}, losses = {_short(losses, 4)}")
+
+
+def _expect_generated_suggestions(student: Submission, count: int, what: str, *, valid: bool | None) -> None:
+    """``count`` generated suggest_lr calls in one request; the smallest failing one is reported, with a cause
+    only when the same catalogued mistake explains every failing answer."""
+    cases = domain.draw(functools.partial(draw_suggest_case, valid=valid), count, size=suggest_case_size)
+    seen = [s for first in range(0, len(cases), 300) for s in student.scenario(suggest_many, cases[first:first + 300])]
+    failing = []
+    for case, observed in zip(cases, seen):
+        lrs, losses, kwargs = case
+        skip_start, skip_end = kwargs.get("skip_start", 10), kwargs.get("skip_end", 5)
+        remain = len(_trimmed(losses, skip_start, skip_end))
+        may_raise, values = _accepted(list(lrs), list(losses), skip_start, skip_end)
+        if "raised" in observed:
+            bad = not (may_raise and StudentError(**observed["raised"]).is_instance(ValueError))
+        else:
+            got = observed.get("value")
+            bad = not (isinstance(got, float) and any(math.isclose(got, lr, rel_tol=1e-12) for lr in values))
+        if bad:
+            failing.append((case, observed, remain))
+    if not failing:
+        return
+    case, observed, remain = failing[0]  # the cases are drawn smallest first
+    lrs, losses, kwargs = case
+    call = _suggest_call(case)
+    heading = f"{what} (the smallest of {len(failing)} failing generated calls, out of {len(cases)})"
+    if remain < 2 and not _accepted(list(lrs), list(losses), kwargs.get("skip_start", 10),
+                                    kwargs.get("skip_end", 5))[1]:
+        if "raised" in observed:
+            error = StudentError(**observed["raised"])
+            fail(f"{heading}: {call} raised {error.describe()}; expected ValueError: only {remain} point(s) remain "
+                 "after trimming" if remain > 0 else f"{heading}: {call} raised {error.describe()}; expected "
+                 "ValueError: no point remains after trimming")
+        fail(f"{heading}: {call} returned {show(observed['value'])}; expected ValueError, because only "
+             f"{max(remain, 0)} point(s) remain in losses[skip_start : len(losses) - skip_end] (fewer than 2)")
+    if "raised" in observed:
+        error = StudentError(**observed["raised"])
+        if error.is_instance(ValueError):
+            fail(f"{heading}: {call} raised ValueError although {remain} points remain after trimming\n  "
+                 f"{error.describe()}")
+        raise StudentCodeError(error).within(call) from None
+    got = observed["value"]
+    if isinstance(got, (torch.Tensor, np.ndarray)):
+        fail(f"{heading}: {call} returned a {type_name(got)} ({show(got)}); it must return the learning rate as a "
+             "Python float")
+    explained: dict[str, bool] = {}
+    for (l, s, k), o, left in failing:
+        if "value" not in o or left < 2:  # no catalogued mistake is judged where the trimming is ambiguous
+            explained = {}
+            break
+        for cause, known in _known_suggestions(list(l), list(s), k.get("skip_start", 10), k.get("skip_end", 5)).items():
+            explained[cause] = explained.get(cause, True) and _is(o["value"], known)
+    skip_start, skip_end = kwargs.get("skip_start", 10), kwargs.get("skip_end", 5)
+    expected = _accepted(list(lrs), list(losses), skip_start, skip_end)[1][0]
+    known = _known_suggestions(list(lrs), list(losses), skip_start, skip_end) if explained else {}
+    causes = [cause for cause, value in known.items() if explained.get(cause) and not _is(expected, value)]
+    fail_mismatch(heading, given=call, expected=f"{show_number(expected)} (lrs[{list(lrs).index(expected)}])",
+                  got=f"{show(got)} ({type_name(got)})", cause=causes[0] if len(causes) == 1 else None)
+
+
+def draw_sweep(rng: random.Random, focus: str = "") -> dict:
+    """One lr_range_test call: the objects (SGD with momentum or Adam, 3 param groups with state; a model in
+    training mode, in eval mode, or training with a frozen BatchNorm; a DataLoader, with a short last batch or
+    not, or a list; fewer batches than iterations or more; labels it can learn or not; a loss scaled to diverge
+    sooner) and the keyword arguments in every relation the specification allows: end_lr just above start_lr or
+    decades above it, num_iter 2 and more, smooth 0 (the first loss kept), 1 (no smoothing) or between,
+    diverge_threshold 1 (stop at the first rise), just above 1, 5 or never; each omitted (its default) now and
+    then. (A threshold below 1, which would stop at once, is left out: a divergence test is a factor above the
+    lowest loss, and the course accepts a test against the minimum of the earlier losses, the same for 1 and
+    above.)"""
+    batches = domain.small_int(rng, 2, 6)  # BatchNorm trains on batches of 2 or more (_build warms up on two)
+    batch_size = rng.randint(2, 6)
+    objects = dict(seed=rng.randint(0, 10**6), kind=rng.choice(["sgd", "adam"]),
+                   mode=domain.pick(rng, ["train", "eval", "mixed"]), batch_size=batch_size,
+                   samples=batches * batch_size - domain.pick(rng, [0, 0, rng.randint(0, batch_size - 2)]),
+                   learnable=rng.random() < 0.5, loader=rng.choice(["dataloader", "list"]),
+                   loss_scale=domain.pick(rng, [1, 1, 100, 1e3, 0.5]))
+    start = domain.pick(rng, [1e-7, 1e-4, 1e-3, 0.01, 0.3, 10 ** rng.uniform(-8, 0)])
+    end = domain.pick(rng, [start * (1 + 1e-6), start * rng.uniform(1.5, 10), start * 10 ** rng.uniform(1, 7), 10.0])
+    end = max(end, start * (1 + 1e-6))
+    params = dict(start_lr=start, end_lr=end, num_iter=domain.pick(rng, [2, 3, domain.small_int(rng, 2, 10)]),
+                  smooth=domain.pick(rng, [0.05, 0.0, 1.0, rng.uniform(0, 1), 0.5]),
+                  diverge_threshold=domain.pick(rng, [5.0, 1.0, 1.0 + 1e-9, rng.uniform(1, 3), 1e9],
+                                                weights=[2, 2, 1, 3, 1]))
+    for name in list(params):
+        if rng.random() < 0.15 and name != "num_iter":
+            params[name] = DEFAULTS[name]
+    if params["end_lr"] <= params["start_lr"]:
+        params["end_lr"] = params["start_lr"] * 10
+    if focus == "smooth":  # the ends of smooth: 0 keeps s_0 throughout, 1 records the raw losses
+        params["smooth"] = domain.pick(rng, [0.0, 1.0, rng.uniform(0, 1)], weights=[2, 2, 1])
+    if focus == "threshold":  # stop at the first rise above the minimum, or just above it
+        params["diverge_threshold"] = domain.pick(rng, [1.0, 1.0 + 1e-9, rng.uniform(1, 1.5)])
+    given = {name: value for name, value in params.items() if value != DEFAULTS[name] or rng.random() < 0.5}
+    return {"objects": objects, "params": given}
+
+
+def sweep_size(case: dict) -> tuple:
+    params = {**DEFAULTS, **case["params"]}
+    objects = case["objects"]
+    return (params["num_iter"], objects["samples"], objects["mode"] != "train", objects["kind"] != "sgd")
+
+
+def _sweeps(student: RunnerStudent, cases: list[dict], device: str) -> list[dict]:
+    """:func:`_sweep` (with the restore observations) on every case; what the student's code raised, as facts."""
+    seen = []
+    for case in cases:
+        spec = _spec(**{k: v for k, v in case["objects"].items() if k != "samples"}, samples=case["objects"]["samples"])
+        try:
+            seen.append(_sweep(student, spec, case["params"], device, True))
+        except StudentRaised as exc:
+            seen.append({"raised": dataclasses.asdict(exc.error)})
+    return seen
+
+
+def _trial_of(case: dict, device: torch.device) -> _Trial:
+    return _Trial(device, **case["objects"], **case["params"])
+
+
+@judge_only
+def _sweep_failure(trial: _Trial, observed: dict) -> str | None:
+    """The failure message for this generated sweep (the first thing wrong, as the hand-written checks say it),
+    or None when the call did what the specification says."""
+    try:
+        if "raised" in observed:
+            error = StudentError(**observed["raised"])
+            fail(f"lr_range_test {error.describe()}\n  input: {trial.given()}")
+        lrs, losses = _parse(observed["got"])
+        seen = _Seen(lrs, losses, _unpack_steps(observed["steps"]), observed["forwards"], observed["modes"],
+                     observed["loads"], observed["before"], observed["after"], observed["end"])
+        trial.expect_run(seen, "the run differs from the specification's")
+        for number, (step, lr) in enumerate(zip(seen.steps, seen.lrs)):
+            if not _same(step["lrs"], [lr] * len(step["lrs"])):
+                fail(f"at optimizer.step() number {number} the param groups' lrs were {_short(step['lrs'])}, but "
+                     f"the recorded lr is {show_number(lr)}\n  input: {trial.given()}")
+        if len(seen.steps) < len(seen.lrs):
+            fail(f"optimizer.step() ran {len(seen.steps)} times for {len(seen.lrs)} recorded iterations\n"
+                 f"  input: {trial.given()}")
+        trial.expect_trained(seen, "after lr_range_test")
+        _expect_model_restored(trial, seen, "after lr_range_test")
+        if seen.after["modes"] != seen.before["modes"]:
+            fail_mismatch("the training mode flags are not as before the call", given=trial.given(),
+                          expected=", ".join(f"{_LABELS.get(n, n)}: training={t}" for n, t in seen.before["modes"].items()),
+                          got=", ".join(f"{_LABELS.get(n, n)}: training={t}" for n, t in seen.after["modes"].items()))
+        _expect_optimizer_restored(trial, seen)
+    except CheckFailed as failed:
+        return str(failed)
+    return None
+
+
+def _expect_generated_sweeps(student: Submission, device: torch.device, count: int, what: str,
+                             focus: str = "") -> None:
+    """``count`` generated calls (8 a request); the smallest failing one is reported as its hand-written
+    equivalent would be, its likely cause kept only when every failing call gives the same one."""
+    cases = domain.draw(functools.partial(draw_sweep, focus=focus), count, size=sweep_size)
+    seen = [s for first in range(0, len(cases), 8)  # a request each 8 calls: each stays far within its time limit
+            for s in student.scenario(_sweeps, cases[first:first + 8], str(device))]
+    failures = [(case, message) for case, observed in zip(cases, seen)
+                if (message := _sweep_failure(_trial_of(case, device), observed)) is not None]
+    if not failures:
+        return
+    case, message = failures[0]  # drawn smallest first
+    if "raised" in seen[cases.index(case)]:
+        error = StudentError(**seen[cases.index(case)]["raised"])
+        raise StudentCodeError(error).within(_trial_of(case, device).given()) from None
+    causes = {re.sub(r"-?[\d.]+(e-?\d+)?", "#", line) for _, text in failures
+              for line in text.splitlines()[-1:] if line.lstrip().startswith("likely cause:")}
+    confirmed = len(causes) == 1 and all("likely cause:" in text for _, text in failures)
+    lines = [line for line in message.splitlines() if confirmed or not line.lstrip().startswith("likely cause:")]
+    fail(f"{what} (the smallest of {len(failures)} failing generated calls, out of {len(cases)}): " + "\n".join(lines))

@@ -8,7 +8,10 @@ device, so an answer that goes through NumPy is as valid as one that stays in to
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,10 +19,11 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from graders import domain
 from graders.ch04_data.range_stream import run_loader
 from graders.compare import difference, dtype_name, show, type_name
-from graders.isolation import RunnerStudent
-from graders.outcomes import StudentCodeError, fail, fail_mismatch
+from graders.isolation import RunnerStudent, StudentRaised
+from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission
 
@@ -208,10 +212,19 @@ def _padding_cause(batch: Batch, got: torch.Tensor) -> str | None:
     if got.tolist() == left and left != rows:
         return "the padding is on the left (before each sequence); the spec puts the 0s AFTER each sequence"
     rounded = torch.tensor(rows, dtype=torch.long).reshape(len(rows), width)
-    if not torch.equal(rounded.float().long(), rounded) and torch.equal(got.double(), rounded.float().double()):
+    through32 = not torch.equal(rounded.float().long(), rounded) and torch.equal(got.double(), rounded.float().double())
+    through64 = not torch.equal(rounded.double().long(), rounded) and (
+        torch.equal(got, rounded.double().long()) if not got.is_floating_point() else torch.equal(got.double(), rounded.double()))
+    if through32 and through64:  # ids near 2**62 round alike in both: the evidence does not tell which
+        return ("the tokens went through a floating-point type on the way (float32 holds integers exactly only up to "
+                "2**24, float64 up to 2**53), so large token ids are rounded; build padded as int64 from the start")
+    if through32:
         return ("the tokens went through float32 on the way (torch.zeros / torch.Tensor without dtype=torch.long, "
                 "with or without a .long() afterwards): float32 holds integers exactly only up to 2**24, so large "
                 "token ids are rounded; build padded as int64 from the start")
+    if through64:
+        return ("the tokens went through float64 on the way: float64 holds integers exactly only up to 2**53, so "
+                "token ids near the ends of int64 are rounded; build padded as int64 from the start")
     pads = {v for i, n in enumerate(lengths) for v in got[i, n:].tolist()}
     if len(pads) == 1 and 0 not in pads:
         (value,) = pads
@@ -276,8 +289,9 @@ def _where(got: torch.Tensor, expected: list) -> str | None:
 # Expectations
 # ==================================================================================================
 def _expect_collate(batch: Batch, got: Any, what: str, *, parts: Sequence[str] = NAMES,
-                    call: str = "pad_collate") -> None:
-    """Compare the values of ``got`` (the student's return value for ``batch``) with the specification."""
+                    call: str = "pad_collate", causes: bool = True) -> None:
+    """Compare the values of ``got`` (the student's return value for ``batch``) with the specification;
+    ``causes``: name a likely cause (False when the evidence of other cases does not single one out)."""
     rows, lengths, labels = _expected(batch)
     padded_got, lengths_got, labels_got = _values(got, batch, call)
     given = _describe(batch) if call == "pad_collate" else f"{call}, whose items are {_describe(batch)}"
@@ -288,11 +302,11 @@ def _expect_collate(batch: Batch, got: Any, what: str, *, parts: Sequence[str] =
                       expected=f"{_show_rows(rows)}  (shape {(len(rows), width)})" if width else
                       f"shape {(len(rows), 0)}",
                       got=f"{shown}(shape {tuple(padded_got.shape)})", where=_where(padded_got, rows),
-                      cause=_collate_cause(batch, padded_got))
+                      cause=_collate_cause(batch, padded_got) if causes else None)
     if "lengths" in parts and not _same(lengths_got, lengths):
         fail_mismatch(f"{what}: wrong lengths", given=given, expected=str(lengths),
                       got=f"{lengths_got.tolist()} (shape {tuple(lengths_got.shape)})",
-                      cause=_lengths_cause(batch, lengths_got.tolist(), labels_got.tolist()))
+                      cause=_lengths_cause(batch, lengths_got.tolist(), labels_got.tolist()) if causes else None)
     if "labels" in parts and not _same(labels_got, labels):
         cause = None
         if labels_got.dim() == 2 and labels_got.shape[0] == len(labels) and labels_got.shape[1] > 1 and \
@@ -300,7 +314,7 @@ def _expect_collate(batch: Batch, got: Any, what: str, *, parts: Sequence[str] =
             cause = "the labels are one-hot encoded; return the class indices themselves, shape (B,)"
         fail_mismatch(f"{what}: wrong labels", given=given, expected=str(labels),
                       got=f"{labels_got.tolist()} (shape {tuple(labels_got.shape)})", where=_where(labels_got, labels),
-                      cause=cause)
+                      cause=cause if causes else None)
 
 
 _DTYPE_CAUSES = {
@@ -311,7 +325,7 @@ _DTYPE_CAUSES = {
 }
 
 
-def _expect_types(batch: Batch, got: Any, what: str) -> None:
+def _expect_types(batch: Batch, got: Any, what: str, *, causes: bool = True) -> None:
     """Three int64 tensors of shapes (B, max_len), (B,), (B,)."""
     rows, lengths, labels = _expected(batch)
     given = _describe(batch)
@@ -327,10 +341,10 @@ def _expect_types(batch: Batch, got: Any, what: str) -> None:
                 cause = (f"{dtype_name(value.dtype)} is an integer type, but not int64: pass dtype=torch.long "
                          "(torch.int64), or convert with .long()")
             fail(f"{what}: pad_collate({given}) returned {name} of dtype {dtype_name(value.dtype)}; the spec asks "
-                 f"for int64 (likely cause: {cause})")
+                 f"for int64" + (f" (likely cause: {cause})" if causes else ""))
         if tuple(value.shape) != shape:
-            cause = _padding_cause(batch, value.detach().cpu()) if name == "padded" else None
-            if cause is None and name != "padded" and value.dim() == 2 and value.shape[0] == len(batch):
+            cause = _padding_cause(batch, value.detach().cpu()) if name == "padded" and causes else None
+            if causes and cause is None and name != "padded" and value.dim() == 2 and value.shape[0] == len(batch):
                 cause = (f"{name} must be 1-D, shape (B,): build it from a flat list of ints "
                          + ("(not one-hot)" if name == "labels" and value.shape[1] > 1 else "(not [[n] for ...])"))
             fail_mismatch(f"{what}: {name} has the wrong shape", given=given, expected=f"shape {shape}",
@@ -388,6 +402,7 @@ def returns_int64_tensors(student: Submission, device: torch.device) -> None:
         got = _call(student, batch)
         _expect_types(batch, got, "wrong types")
         _expect_collate(batch, got, "wrong values")
+    _expect_generated(student, draw_batch, 100, "wrong answer")
 
 
 @PAD_COLLATE.check(points=1)
@@ -404,6 +419,7 @@ def right_padding_with_zero(student: Submission, device: torch.device) -> None:
     ]
     for batch in cases:
         _expect_collate(batch, _call(student, batch), "padding", parts=("padded",))
+    _expect_generated(student, draw_batch, 60, "padding")
 
 
 @PAD_COLLATE.check(points=1)
@@ -417,6 +433,7 @@ def lengths_and_labels(student: Submission, device: torch.device) -> None:
     ]
     for batch in cases:
         _expect_collate(batch, _call(student, batch), "lengths and labels", parts=("lengths", "labels"))
+    _expect_generated(student, draw_batch, 60, "lengths and labels")
 
 
 @PAD_COLLATE.check(points=1)
@@ -449,6 +466,7 @@ def keeps_batch_order(student: Submission, device: torch.device) -> None:
                       expected=f"padded {_show_rows(rows)}, lengths {lengths}, labels {labels}",
                       got=f"padded {_show_rows(padded_got.tolist())}, lengths {lengths_got.tolist()}, "
                           f"labels {labels_got.tolist()}", cause=cause)
+    _expect_generated(student, draw_batch, 60, "the order of batch")
 
 
 @PAD_COLLATE.check(points=1)
@@ -472,6 +490,7 @@ def empty_sequences(student: Submission, device: torch.device) -> None:
             fail(f"pad_collate({_describe(batch)}) returned padded {shown} when every sequence is empty (int64 "
                  "otherwise); the spec asks for int64 always (likely cause: torch.tensor of a list of empty lists "
                  "is float32; pass dtype=torch.long)")
+    _expect_generated(student, draw_with_empty, 60, "a batch with empty sequences")
 
 
 @PAD_COLLATE.check(points=1)
@@ -487,6 +506,7 @@ def batch_of_one(student: Submission, device: torch.device) -> None:
                               cause="squeeze() dropped the batch dim; keep it, even for B = 1"
                               if value.dim() < len(shape) else None)
         _expect_collate(batch, got, "a batch of one")
+    _expect_generated(student, draw_single, 40, "a batch of one")
 
 
 def _loader_batches(student: Submission, items: Batch, batch_size: int, num_workers: int) -> list:
@@ -525,25 +545,307 @@ def does_not_modify_inputs(student: Submission, device: torch.device) -> None:
             seen = student.scenario(collate_watching, batch)
         except StudentCodeError as exc:
             raise exc.within(f"pad_collate({_describe(batch)})") from None
-        given = _describe(batch)
-        origin = seen["origin"]
-        if seen["length"] != len(batch) or origin != list(range(len(batch))):
-            if seen["length"] != len(batch):
-                how, cause = "items were added or removed", "batch.pop(...), batch.append(...) or del batch[i]"
-            elif sorted(o for o in origin if o is not None) == list(range(len(batch))):
-                how, cause = "items were reordered", "batch.sort(...) or batch.reverse()"
-            else:
-                how, cause = "items were replaced by new ones", "batch[i] = (padded_sequence, label)"
-            fail(f"pad_collate changed the list it was given ({given}): its {how} (likely cause: {cause}; leave the "
-                 "caller's list alone: use sorted(...) or build a new list)")
-        if seen["changed_items"]:
-            fail(f"pad_collate changed the items of the list it was given ({given}): item {seen['changed_items'][0]} "
-                 "now holds other objects (likely cause: item[0] = ... on a [sequence, label] list; build new "
-                 "lists instead)")
-        for index, (after, (before, _)) in enumerate(zip(seen["sequences"], saved)):
-            if not isinstance(after, torch.Tensor) or after.shape != before.shape or not torch.equal(after, before):
-                now = after.tolist() if isinstance(after, torch.Tensor) else show(after)
-                fail(f"pad_collate changed an input sequence in place: sequence {index}, {before.tolist()}, became "
-                     f"{now} (likely cause: resize_(), an in-place cat or a write into the sequence; build the "
-                     "padded tensor in new memory and copy the sequences into it)")
+        _expect_unchanged(batch, seen, saved)
         _expect_collate(batch, seen["result"], "wrong result")  # unchanged inputs count only if something was done
+    _expect_generated(student, draw_batch, 60, "the inputs must be left alone")
+
+
+def _expect_unchanged(batch: Batch, seen: dict, saved: list | None = None) -> None:
+    """The caller's list, its items and their sequences are as they were (``saved``: (sequence, label) copies
+    taken before the call; by default ``batch`` itself, which the call never reached)."""
+    saved = saved if saved is not None else [(item[0], item[1]) for item in batch]
+    given = _describe(batch)
+    origin = seen["origin"]
+    if seen["length"] != len(batch) or origin != list(range(len(batch))):
+        if seen["length"] != len(batch):
+            how, cause = "items were added or removed", "batch.pop(...), batch.append(...) or del batch[i]"
+        elif sorted(o for o in origin if o is not None) == list(range(len(batch))):
+            how, cause = "items were reordered", "batch.sort(...) or batch.reverse()"
+        else:
+            how, cause = "items were replaced by new ones", "batch[i] = (padded_sequence, label)"
+        fail(f"pad_collate changed the list it was given ({given}): its {how} (likely cause: {cause}; leave the "
+             "caller's list alone: use sorted(...) or build a new list)")
+    if seen["changed_items"]:
+        fail(f"pad_collate changed the items of the list it was given ({given}): item {seen['changed_items'][0]} "
+             "now holds other objects (likely cause: item[0] = ... on a [sequence, label] list; build new "
+             "lists instead)")
+    for index, (after, (before, _)) in enumerate(zip(seen["sequences"], saved)):
+        if not isinstance(after, torch.Tensor) or after.shape != before.shape or not torch.equal(after, before):
+            now = after.tolist() if isinstance(after, torch.Tensor) else show(after)
+            fail(f"pad_collate changed an input sequence in place: sequence {index}, {before.tolist()}, became "
+                 f"{now} (likely cause: resize_(), an in-place cat or a write into the sequence; build the "
+                 "padded tensor in new memory and copy the sequences into it)")
+
+
+# ==================================================================================================
+# Generated batches: the specification's whole domain (issue 32)
+# ==================================================================================================
+# Each generated batch is described by plain data (lengths, values, layouts, item types, labels) and built
+# identically in the judge and in the runner from that description; the runner returns what the student's
+# pad_collate gave and what became of the caller's list; the judge compares with the specification.
+GENERATED_LAYOUTS = ("contiguous", "strided", "column", "expanded", "offset", "row", "shared")
+_INT64_MAX = 2**63 - 1
+
+
+def _draw_values(rng: random.Random, length: int, kind: str) -> list[int]:
+    """Token ids of one sequence: small ones with 0 among them (often last), non-zero ones, ids past int32 and
+    float32's 2**24, negative ones, or the ends of int64."""
+    if kind == "small":
+        values = [rng.randint(0, 9) for _ in range(length)]
+        if length and rng.random() < 0.5:
+            values[-1] = 0  # a real token 0 at the end: the padding must not be mistaken for it
+        return values
+    if kind == "nonzero":
+        return [rng.randint(1, 9) for _ in range(length)]
+    if kind == "big":
+        return [2**33 + rng.randint(0, 2**20) * 2**10 + 1 for _ in range(length)]
+    if kind == "negative":
+        return [rng.randint(-2**40, 9) for _ in range(length)]
+    return [rng.choice([_INT64_MAX, -_INT64_MAX - 1, 2**62 + 1, 0, 1, -1]) for _ in range(length)]
+
+
+def _draw_length(rng: random.Random) -> int:
+    return domain.pick(rng, [0, 1, domain.small_int(rng, 0, 8), rng.randint(9, 40), rng.randint(100, 300)],
+                       weights=[2, 2, 10, 2, 0.5])
+
+
+def draw_batch(rng: random.Random) -> dict:
+    """A batch as the specification allows it: 1 to 33 items, each a 1-D int64 sequence of its own length (0
+    too, all of them 0 too, ties and a unique longest anywhere), of any layout (non-contiguous, expanded, a view
+    at an offset, the same storage as another item's), any int64 token (0, negative, past 2**31 and 2**53, the
+    ends of int64), any int label, as tuples or [sequence, label] lists."""
+    size = domain.pick(rng, [1, domain.small_int(rng, 1, 6), rng.randint(2, 12), 33], weights=[2, 6, 3, 0.3])
+    shape = domain.pick(rng, ["any", "all_empty", "one_longest", "equal", "one_nonempty"], weights=[8, 1, 2, 1, 1])
+    lengths = [_draw_length(rng) for _ in range(size)]
+    if shape == "all_empty":
+        lengths = [0] * size
+    elif shape == "equal":
+        lengths = [lengths[0]] * size
+    elif shape == "one_nonempty":
+        lengths = [0] * size
+        lengths[rng.randrange(size)] = rng.randint(1, 9)
+    elif shape == "one_longest":
+        lengths[rng.randrange(size)] = max(lengths) + rng.randint(1, 5)
+    kind = domain.pick(rng, ["small", "nonzero", "big", "negative", "extreme"], weights=[6, 3, 2, 1, 1])
+    values = [_draw_values(rng, n, kind) for n in lengths]
+    layouts = [domain.pick(rng, GENERATED_LAYOUTS, weights=[6, 2, 1, 1, 1, 1, 1]) for _ in lengths]
+    for i, (layout, row) in enumerate(zip(layouts, values)):
+        if layout == "expanded" and row:
+            values[i] = [row[0]] * len(row)
+        if layout == "shared":  # the very tensor of the item before (a batch may hold one sequence twice)
+            values[i] = list(values[i - 1]) if i else values[i]
+    label_kind = domain.pick(rng, ["small", "big", "negative"], weights=[6, 2, 1])
+    labels = [rng.randint(0, 9) if label_kind == "small" else rng.randint(2**31, 2**62) if label_kind == "big"
+              else rng.randint(-5, 5) for _ in lengths]
+    container = domain.pick(rng, ["tuple", "list", "mixed"], weights=[5, 2, 1])
+    items = [container if container != "mixed" else rng.choice(["tuple", "list"]) for _ in lengths]
+    return {"values": values, "layouts": layouts, "labels": labels, "items": items}
+
+
+def draw_with_empty(rng: random.Random) -> dict:
+    """A generated batch in which some or all sequences are empty (length 0)."""
+    description = draw_batch(rng)
+    values = description["values"]
+    chosen = [i for i in range(len(values)) if rng.random() < 0.5] or [rng.randrange(len(values))]
+    for i in chosen:
+        values[i] = []
+    return description
+
+
+def draw_single(rng: random.Random) -> dict:
+    """A generated batch of one item."""
+    description = draw_batch(rng)
+    return {key: value[:1] for key, value in description.items()}
+
+
+def batch_size(description: dict) -> tuple[int, int, int]:
+    """How big a batch is, to report the smallest failing one: items, tokens, then how odd its values are."""
+    values = description["values"]
+    return (len(values), sum(map(len, values)),
+            sum(abs(v) > 9 for row in values for v in row) + sum(abs(v) > 9 for v in description["labels"]))
+
+
+def build_batch(description: dict) -> Batch:
+    """The batch a description stands for (the same in the judge and in the runner). "shared": the sequence is
+    the previous item's tensor itself (a contiguous one when it is the first)."""
+    batch: Batch = []
+    previous: torch.Tensor | None = None
+    for row, layout, label, item in zip(description["values"], description["layouts"], description["labels"],
+                                        description["items"]):
+        n = len(row)
+        values = torch.tensor(row, dtype=torch.long).reshape(n)
+        if layout == "strided":
+            base = torch.full((2 * n + 3,), 7, dtype=torch.long)
+            base[3::2][:n] = values
+            seq = base[3::2][:n]
+        elif layout == "column":
+            base = torch.full((n, 3), 7, dtype=torch.long)
+            base[:, 1] = values
+            seq = base[:, 1]
+        elif layout == "expanded":
+            seq = values[:1].expand(n) if n else values
+        elif layout == "offset":
+            base = torch.full((n + 5,), 7, dtype=torch.long)
+            base[5:] = values
+            seq = base[5:]
+        elif layout == "row":
+            base = torch.full((3, n), 7, dtype=torch.long)
+            base[1] = values
+            seq = base[1]
+        elif layout == "shared" and previous is not None:
+            seq = previous
+        else:
+            seq = values
+        previous = seq
+        batch.append([seq, label] if item == "list" else (seq, label))
+    return batch
+
+
+def _PackedTensor(dtype: str, shape: list[int], offset: int | None) -> tuple:
+    return ("packed tensor", dtype, shape, offset)
+
+
+def _is_packed(entry: Any) -> bool:
+    return isinstance(entry, tuple) and len(entry) == 4 and entry[0] == "packed tensor"
+
+
+class _Packer:
+    """Tensors as (dtype, shape, offset) into one flat int64 tensor: what comes back is read by a pure-Python
+    unpickler, for which one large tensor costs far less than many small ones or lists of ints."""
+
+    def __init__(self) -> None:
+        self.parts: list[torch.Tensor] = []
+        self.used = 0
+
+    def pack(self, value: Any) -> Any:
+        if not (type(value) is torch.Tensor and value.layout == torch.strided and value.device.type == "cpu"):
+            return value
+        if value.dtype != torch.long:
+            return _PackedTensor(str(value.dtype), list(value.shape), None)
+        self.parts.append(value.detach().reshape(-1))
+        self.used += value.numel()
+        return _PackedTensor("torch.int64", list(value.shape), self.used - value.numel())
+
+    def values(self) -> torch.Tensor:
+        return torch.cat(self.parts) if self.parts else torch.zeros(0, dtype=torch.long)
+
+
+def collate_generated(student: RunnerStudent, descriptions: list[dict], compact: bool = True) -> Any:
+    """pad_collate on every described batch (built here), and what became of the caller's list each time;
+    ``compact``: every int64 tensor packed into one (see :class:`_Packer`), returned as (observations, values)."""
+    seen = []
+    packer = _Packer()
+    for description in descriptions:
+        try:
+            watched = collate_watching(student, build_batch(description))
+        except StudentRaised as exc:
+            seen.append({"raised": dataclasses.asdict(exc.error)})
+            continue
+        if compact:
+            result = watched["result"]
+            watched["result"] = (tuple(packer.pack(v) for v in result) if isinstance(result, (tuple, list))
+                                 and len(result) == 3 else packer.pack(result))  # a named tuple or a list too
+            watched["sequences"] = [packer.pack(v) for v in watched["sequences"]]
+        seen.append(watched)
+    return (seen, packer.values()) if compact else seen
+
+
+def _unpacked(entry: Any, values: torch.Tensor) -> list | None:
+    """The values of a packed int64 tensor as nested lists, or None when it was not one."""
+    if not _is_packed(entry) or entry[3] is None:
+        return None
+    _, _, shape, offset = entry
+    return values[offset:offset + math.prod(shape)].reshape(shape).tolist()
+
+
+@judge_only
+def _generated_verdict(batch: Batch, seen: dict, values: torch.Tensor) -> str | None:
+    """What is wrong with the student's answer to ``batch`` ("raised", "types", "padded", "lengths", "labels",
+    "inputs"), or None when it is the specification's."""
+    if "raised" in seen:
+        return "raised"
+    got = seen["result"]
+    rows, lengths, labels = _expected(batch)
+    if type(got) is not tuple or len(got) != 3:  # three values (a tuple, a named tuple, a list) come as a tuple
+        return "types"
+    shapes = ([len(rows), len(rows[0]) if rows else 0], [len(lengths)], [len(labels)])
+    for value, shape in zip(got, shapes):
+        if _unpacked(value, values) is None or value[2] != shape:
+            return "types"
+    for value, expected, name in zip(got, (rows, lengths, labels), NAMES):
+        if _unpacked(value, values) != expected:
+            return name
+    if seen["length"] != len(batch) or seen["origin"] != list(range(len(batch))) or seen["changed_items"]:
+        return "inputs"
+    for after, item in zip(seen["sequences"], batch):
+        if _unpacked(after, values) != item[0].tolist() or after[2] != list(item[0].shape):
+            return "inputs"
+    return None
+
+
+@judge_only
+def _plain_verdict(batch: Batch, seen: dict) -> str | None:
+    """:func:`_generated_verdict` of an observation whose tensors came back as they are."""
+    if "raised" in seen:
+        return "raised"
+    packer = _Packer()
+    got = seen["result"]
+    packed = dict(seen, result=tuple(packer.pack(v) for v in got) if isinstance(got, (tuple, list)) and len(got) == 3
+                  else packer.pack(got),
+                  sequences=[packer.pack(v) for v in seen["sequences"]])
+    return _generated_verdict(batch, packed, packer.values())
+
+
+def _consistent_cause(failures: list[tuple[Batch, dict, str]]) -> bool:
+    """A likely cause may be named only when every failing case gives the same one (numbers aside): one batch
+    alone often fits several mistakes."""
+    causes = set()
+    for batch, seen, verdict in failures:
+        got = seen.get("result")
+        if verdict == "raised" or not isinstance(got, (tuple, list)) or len(got) != 3:
+            return False
+        if verdict == "types":  # the same types, dtypes and dims every time, and the same padding mistake
+            cause = repr([(type(v).__name__, str(getattr(v, "dtype", "")), v.dim() if isinstance(v, torch.Tensor)
+                           else None) for v in got])
+            if isinstance(got[0], torch.Tensor):
+                cause += f" {_padding_cause(batch, got[0].detach().cpu())}"
+        elif verdict == "padded" and isinstance(got[0], torch.Tensor):
+            cause = _collate_cause(batch, got[0].detach().cpu())
+        elif verdict == "lengths" and isinstance(got[1], torch.Tensor) and isinstance(got[2], torch.Tensor):
+            cause = _lengths_cause(batch, got[1].tolist(), got[2].tolist())
+        else:
+            cause = verdict
+        causes.add(re.sub(r"-?\d+", "#", cause) if cause else None)
+    return len(causes) == 1 and None not in causes
+
+
+def _expect_generated(student: Submission, generate, count: int, what: str) -> None:
+    """``count`` generated batches (one scenario call); the smallest failing one is reported in the student's
+    terms, with the message its hand-written equivalent would give."""
+    descriptions = domain.draw(generate, count, size=batch_size)
+    batches = [build_batch(d) for d in descriptions]
+    verdicts = []
+    for first in range(0, len(descriptions), 100):  # a request each 100: each stays far within its time limit
+        seen, values = student.scenario(collate_generated, descriptions[first:first + 100])
+        verdicts += [_generated_verdict(b, s, values) for b, s in zip(batches[first:first + 100], seen)]
+    failing = [v is not None for v in verdicts]
+    if not any(failing):
+        return
+    # The failing cases again, with the student's values as they are (tensors, named tuples, ...): at most 40.
+    chosen = sorted((i for i, bad in enumerate(failing) if bad), key=lambda i: batch_size(descriptions[i]))[:40]
+    again = student.scenario(collate_generated, [descriptions[i] for i in chosen], False)
+    failures = [(batches[i], s, _plain_verdict(batches[i], s)) for i, s in zip(chosen, again)]
+    failures = [f for f in failures if f[2] is not None] or failures
+    batch, observed, verdict = failures[0]
+    heading = f"{what} (the smallest of {len(failures)} failing generated batches, out of {len(batches)})"
+    if verdict == "raised":
+        raise StudentCodeError(StudentError(**observed["raised"])).within(f"pad_collate({_describe(batch)})") from None
+    named = _consistent_cause(failures)
+    got = observed["result"]
+    if verdict == "inputs":
+        _expect_unchanged(batch, observed)
+    if verdict == "types":
+        _expect_types(batch, got, heading, causes=named)
+    _expect_collate(batch, got, heading, causes=named)
+    fail(f"{heading}: pad_collate({_describe(batch)}) returned a wrong answer (a grader error if you read this; "
+         "please report it)")

@@ -14,10 +14,14 @@ its workers shut down there, not in a later check.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import itertools
 import linecache
 import multiprocessing
 import numbers
+import pickle
+import random
 import re
 import traceback
 import warnings
@@ -30,10 +34,11 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from graders import domain
 from graders.compare import dtype_name, show, type_name
 from graders.isolation import RunnerStudent, StudentRaised, describe_exception
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
-from graders.registry import exercise
+from graders.registry import exercise, judge_only
 from graders.student import Submission
 
 RANGE_STREAM = exercise("range_stream", chapter="04_data", names=["RangeStream"])
@@ -309,9 +314,9 @@ def _coverage_cause(values: list[int], start: int, end: int, workers: int) -> st
             (list(range(start, end, workers)),
              "only worker 0's share came out: the other workers yielded nothing (look at the condition on "
              "info.id); together the shards of workers 0 .. num_workers - 1 must cover the whole range"),
-            (_shards(start, end, workers, lambda k: range(k, end, workers)),
+            (_shards(start, end, workers, lambda k: range(k, end, workers)) if abs(end) <= 10**6 else [],
              "the shards start from 0, not from start: they must begin at start, e.g. "
-             "range(start + info.id, end, info.num_workers)"),
+             "range(start + info.id, end, info.num_workers)"),  # (not built for an end past 10**6: far too long)
             (_shards(start, end, workers, lambda k: range(start + k * ceil, start + (k + 1) * ceil)),
              "chunks of ceil((end - start) / num_workers) run past end: clamp the last chunk to end "
              "(min(lo + per, end)), and a worker past the end gets nothing"),
@@ -339,7 +344,8 @@ def _coverage_cause(values: list[int], start: int, end: int, workers: int) -> st
     return None
 
 
-def _expect_exactly_once(values: list[int], start: int, end: int, label: str, workers: int, what: str) -> None:
+def _expect_exactly_once(values: list[int], start: int, end: int, label: str, workers: int, what: str,
+                         causes: bool = True) -> None:
     if sorted(values) == list(range(start, end)):
         return
     counts = Counter(values)
@@ -354,7 +360,8 @@ def _expect_exactly_once(values: list[int], start: int, end: int, label: str, wo
     fail_mismatch(what, given=label,
                   expected=f"each of {start}, ..., {end - 1} exactly once ({end - start} ints)" if end > start + 1 else
                   f"the one int {start}, once" if end == start + 1 else "nothing (start == end is an empty range)",
-                  got=f"{got} ({'; '.join(problems)})", cause=_coverage_cause(values, start, end, workers))
+                  got=f"{got} ({'; '.join(problems)})",
+                  cause=_coverage_cause(values, start, end, workers) if causes else None)
 
 
 def _expect_loader(student: Submission, start: int, end: int, what: str, passes: int = 1, **options: Any) -> None:
@@ -387,6 +394,7 @@ def yields_the_range(student: Submission, device: torch.device) -> None:
     for start, end in [(0, 5), (3, 9), (-4, 2), (7, 8), (-9, -3), (1000, 1300), (2**40 - 3, 2**40 + 4),
                        (3_000_000_000, 3_000_000_006)]:
         _expect_direct(student, start, end, "wrong ints from the stream")
+    _expect_generated(student, draw_direct, 150, "wrong ints from the stream")
 
 
 @RANGE_STREAM.check(points=1)
@@ -397,6 +405,7 @@ def empty_range(student: Submission, device: torch.device) -> None:
                        "a range of one int must yield that int")
     _expect_loader(student, 2, 2, "an empty range through a DataLoader", batch_size=2, num_workers=0)
     _expect_loader(student, 4, 5, "a range of one int through a DataLoader", batch_size=2, num_workers=0)
+    _expect_generated(student, draw_empty, 60, "an empty range (or one int), with or without workers")
 
 
 @RANGE_STREAM.check(points=1)
@@ -418,6 +427,7 @@ def fresh_pass_each_time(student: Submission, device: torch.device) -> None:
     _expect_loader(student, -2, 9, what + " (persistent_workers=True keeps the workers, and their copies of the "
                    "dataset, from one pass to the next: __iter__ must not change the dataset)",
                    passes=3, batch_size=3, num_workers=2, persistent_workers=True)
+    _expect_generated(student, draw_passes, 60, what)
 
 
 @RANGE_STREAM.check(points=1)
@@ -426,6 +436,7 @@ def single_process_loader(student: Submission, device: torch.device) -> None:
     for start, end, batch_size in [(2, 12, None), (2, 12, 1), (2, 12, 4), (-5, 4, 16), (2**40, 2**40 + 9, 4)]:
         _expect_loader(student, start, end, "wrong ints through a DataLoader with num_workers=0",
                        batch_size=batch_size, num_workers=0)
+    _expect_generated_loaders(student, 4, (0, 0), "wrong ints through a DataLoader with num_workers=0")
 
 
 @RANGE_STREAM.check(points=1)
@@ -433,6 +444,7 @@ def one_worker(student: Submission, device: torch.device) -> None:
     """One worker process (num_workers=1), batch sizes None and 3: each int once."""
     for start, end, batch_size in [(4, 11, None), (-6, 5, 3)]:
         _expect_loader(student, start, end, "wrong ints with one worker process", batch_size=batch_size, num_workers=1)
+    _expect_generated(student, draw_one_worker, 60, "wrong ints with one worker")
 
 
 @RANGE_STREAM.check(points=1)
@@ -442,6 +454,8 @@ def several_workers(student: Submission, device: torch.device) -> None:
                                             (3_000_000_000, 3_000_000_021, 6, 3)]:
         _expect_loader(student, start, end, f"wrong ints with {workers} worker processes", batch_size=batch_size,
                        num_workers=workers)
+    _expect_generated(student, draw_several, 150, "wrong ints with several workers")
+    _expect_generated_loaders(student, 1, (2, 4), "wrong ints with several worker processes")
 
 
 @RANGE_STREAM.check(points=1)
@@ -449,3 +463,292 @@ def more_workers_than_items(student: Submission, device: torch.device) -> None:
     """8 workers over 3 ints and 3 workers over an empty range: each int once, nothing invented."""
     _expect_loader(student, 10, 13, "wrong ints with more workers (8) than items (3)", batch_size=2, num_workers=8)
     _expect_loader(student, 6, 6, "an empty range with 3 workers must give nothing", batch_size=None, num_workers=3)
+    _expect_generated(student, draw_crowded, 60, "wrong ints with more workers than items")
+
+
+# ==================================================================================================
+# Generated cases: the specification's whole domain (issue 32)
+# ==================================================================================================
+# A DataLoader worker calls iter() once on its own copy of the dataset, with get_worker_info() describing it:
+# under fork the copy is the parent's object as it was when the workers started; under spawn (the default on
+# macOS and Windows) and forkserver it is the dataset pickled and unpickled. Both are cheap to reproduce in the
+# runner's own process, for hundreds of (start, end, num_workers) cases in one request: each simulated worker
+# gets its copy (copy.deepcopy, or a pickle round trip for "spawn") and iterates it with torch's worker info set
+# as a worker has it. A few real DataLoaders of generated configurations run beside them.
+@dataclasses.dataclass(frozen=True)
+class Case:
+    start: int
+    end: int
+    workers: int  # 0: iterated in the main process (no worker info)
+    start_method: str = "fork"  # how each worker's copy is made: "fork" (a copy) or "spawn" (pickled)
+    passes: int = 1  # passes over the same copies (persistent workers keep theirs)
+
+    @property
+    def call(self) -> str:
+        if not self.workers:
+            return f"iter(RangeStream({self.start}, {self.end}))" + (f", {self.passes} passes" if self.passes > 1 else "")
+        persistent = ", persistent_workers=True" if self.passes > 1 else ""
+        passes = f", {self.passes} passes" if self.passes > 1 else ""
+        return (f"DataLoader(RangeStream({self.start}, {self.end}), num_workers={self.workers}, "
+                f"multiprocessing_context={self.start_method!r}{persistent}){passes}")
+
+
+def case_size(case: Case) -> tuple:
+    return (max(case.end - case.start, 0), case.workers, case.passes, abs(case.start) > 1000, abs(case.start))
+
+
+def _draw_start(rng: random.Random) -> int:
+    return domain.pick(rng, [0, 1, domain.small_int(rng, -20, 20), rng.randint(-1000, 1000), 2**31 - 3,
+                             3_000_000_000 + rng.randint(0, 99), -2**40, 2**62], weights=[3, 1, 6, 2, 0.5, 0.5, 0.5, 0.5])
+
+
+def _draw_size(rng: random.Random, workers: int) -> int:
+    """The number of ints, in every relation to the number of workers: none, fewer, as many, a multiple and one
+    more or less, many more."""
+    w = max(workers, 1)
+    return domain.pick(rng, [0, 1, domain.small_int(rng, 0, w), w, w * rng.randint(1, 4) + rng.choice([-1, 0, 1]),
+                             domain.small_int(rng, 0, 40), rng.randint(41, 300)], weights=[1, 1, 3, 1, 3, 4, 1])
+
+
+def draw_case(rng: random.Random, *, workers: tuple[int, int] = (0, 8), passes: bool = True,
+              spawn: float = 0.5) -> Case:
+    """A (start, end) pair with num_workers in ``workers`` (0 to 8), copies made as fork or spawn makes them, one
+    pass or several over the same copies."""
+    count = domain.small_int(rng, *workers)
+    start = _draw_start(rng)
+    end = max(min(start + _draw_size(rng, count), 2**63 - 1), start)
+    method = "spawn" if count and rng.random() < spawn else "fork"
+    return Case(start, end, count, method, rng.choice([1, 1, 2, 3]) if passes else 1)
+
+
+def _pack_items(items: list) -> Any:
+    """A pass's items as one int64 tensor when they are all plain ints (cheap to send back), else as they are."""
+    if all(type(v) is int and -2**63 <= v < 2**63 for v in items):
+        return torch.tensor(items, dtype=torch.long)
+    return items
+
+
+def _spawned(stream: Any) -> Any:
+    """``stream`` pickled and unpickled as spawn sends a dataset to a worker (multiprocessing's ForkingPickler),
+    except the class itself, which is passed by identity: under spawn a worker imports it from its module, and a
+    class defined in a notebook cannot be imported there at all (the notebook's limitation, not the answer's).
+    What is the answer's is the instance's state: a lambda, a generator or a lock on it cannot be pickled."""
+    import io
+    from multiprocessing.reduction import ForkingPickler
+
+    cls = type(stream)
+
+    class Pickler(ForkingPickler):
+        def persistent_id(self, obj: Any) -> Any:
+            return "the dataset's class" if obj is cls else None
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            return cls
+
+    buffer = io.BytesIO()
+    Pickler(buffer, pickle.HIGHEST_PROTOCOL).dump(stream)
+    buffer.seek(0)
+    return Unpickler(buffer).load()
+
+
+def _worker_copy(student: RunnerStudent, stream: Any, method: str) -> Any:
+    if method == "spawn":
+        return student.run(_spawned, stream)
+    return student.run(copy.deepcopy, stream)
+
+
+def simulated_workers(student: RunnerStudent, cases: list[Case]) -> list[dict]:
+    """Each case's passes as its workers make them (see above): per pass, each worker's items; or the error."""
+    from torch.utils.data._utils import worker as worker_module
+
+    cls = student.get("RangeStream")
+    seen: list[dict] = []
+    for case in cases:
+        try:
+            stream = student.run(cls, case.start, case.end)
+            if not isinstance(stream, IterableDataset):
+                seen.append({"facts": _stream_facts(stream)})
+                continue
+            limit = 2 * (case.end - case.start) + 10
+            def one_pass(dataset: Any = stream, limit: int = limit) -> list:
+                return list(itertools.islice(iter(dataset), limit))  # at most limit items: an endless stream stops
+
+            one_pass.__qualname__ = "RangeStream.__iter__"
+            if not case.workers:
+                runs = [[_pack_items(student.run(one_pass))] for _ in range(case.passes)]
+                seen.append({"runs": runs})
+                continue
+            try:
+                copies = [_worker_copy(student, stream, case.start_method) for _ in range(case.workers)]
+            except StudentRaised as exc:
+                seen.append({"copy_failed": dataclasses.asdict(exc.error)})
+                continue
+            runs = []
+            for _ in range(case.passes):
+                shards = []
+                for k, worker_copy in enumerate(copies):
+                    worker_module._worker_info = worker_module.WorkerInfo(
+                        id=k, num_workers=case.workers, seed=1000 + k, dataset=worker_copy)
+                    try:
+                        shards.append(_pack_items(student.run(one_pass, worker_copy)))
+                    finally:
+                        worker_module._worker_info = None
+                runs.append(shards)
+            seen.append({"runs": runs})
+        except StudentRaised as exc:
+            seen.append({"raised": dataclasses.asdict(exc.error)})
+    return seen
+
+
+def _stream_facts(stream: Any) -> dict:
+    cls = type(stream)
+    return {"iterable": isinstance(stream, IterableDataset), "type": cls.__name__,
+            "getitem": hasattr(cls, "__getitem__"), "len": hasattr(cls, "__len__")}
+
+
+def _values_of(items: Any, where: str) -> list[int]:
+    if isinstance(items, torch.Tensor):
+        return items.tolist()
+    return [_as_int(v, where) for v in items]
+
+
+def _int_or_none(value: Any) -> int | None:
+    """An item as the int it stands for (what :func:`_as_int` accepts), or None."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() == 0 and not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool:
+            return int(value.item())
+        return None
+    if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    return None
+
+
+def _shard_ints(shard: Any) -> list[int] | None:
+    if isinstance(shard, torch.Tensor):
+        return shard.tolist()
+    if not isinstance(shard, list):
+        return None
+    values = [_int_or_none(v) for v in shard]
+    return None if None in values else values
+
+
+@judge_only
+def _case_verdict(case: Case, seen: dict) -> bool:
+    """True when the case came out as the specification says: every pass gives each int once."""
+    if "runs" not in seen:
+        return False
+    expected = list(range(case.start, case.end))
+    for shards in seen["runs"]:
+        values = []
+        for shard in shards:
+            ints = _shard_ints(shard)
+            if ints is None:
+                return False
+            values.extend(ints)
+        if sorted(values) != expected:
+            return False
+    return True
+
+
+def _expect_generated(student: Submission, generate: Callable[[random.Random], Case], count: int, what: str) -> None:
+    """``count`` generated cases in one request; the smallest failing one is reported, with a likely cause only
+    when every failing case gives the same one."""
+    cases = domain.draw(generate, count, size=case_size)
+    seen = [s for first in range(0, len(cases), 50)  # a request each 50: each stays far within its time limit
+            for s in student.scenario(simulated_workers, cases[first:first + 50])]
+    verdicts = [_case_verdict(case, s) for case, s in zip(cases, seen)]
+    case = domain.smallest(cases, [not v for v in verdicts], case_size)
+    if case is None:
+        return
+    observed = seen[cases.index(case)]
+    failing = [(c, s) for c, s, v in zip(cases, seen, verdicts) if not v]
+    heading = f"{what} (the smallest of {len(failing)} failing generated cases, out of {len(cases)})"
+    if "facts" in observed:
+        _expect_iterable(observed["facts"], case.start, case.end)
+    if "raised" in observed:
+        raise _with_iter_hint(StudentCodeError(StudentError(**observed["raised"])), case.call) from None
+    if "copy_failed" in observed:
+        error = StudentError(**observed["copy_failed"])
+        fail(f"{heading}: {case.call}: each worker gets its own copy of the dataset"
+             + (", pickled (spawn, the default start method on macOS and Windows, and forkserver send the dataset "
+                "to each worker that way)" if case.start_method == "spawn" else " (copy.deepcopy)")
+             + f", and copying RangeStream({case.start}, {case.end}) failed: {error.describe()}\n  keep only plain "
+               "data on the dataset (start and end); make iterators and generators inside __iter__")
+    causes = set()
+    for other, other_seen in failing:
+        values = _flat(other, other_seen)
+        cause = None if values is None else _coverage_cause(values, other.start, other.end, other.workers)
+        if cause and cause.startswith(("nothing came out", "nothing was yielded")):
+            cause = None  # a fact about the failing case, not a catalogued mistake that explains it
+        causes.add(re.sub(r"-?\d+", "#", cause) if cause else None)
+    named = len(causes) == 1 and None not in causes
+    for number, shards in enumerate(observed["runs"]):
+        values = [v for k, shard in enumerate(shards) for v in _values_of(
+            shard, case.call if not case.workers else f"worker {k} of {case.call}")]
+        label = case.call if case.passes == 1 else f"pass {number + 1} of {case.call}"
+        if sorted(values) != list(range(case.start, case.end)):
+            _expect_exactly_once(values, case.start, case.end, label, case.workers, heading, causes=named)
+    fail(f"{heading}: {case.call} gave a wrong answer (a grader error if you read this; please report it)")
+
+
+def _flat(case: Case, seen: dict) -> list[int] | None:
+    """The ints of the first wrong pass (all workers together), or None when they are not all ints."""
+    if "runs" not in seen:
+        return None
+    for shards in seen["runs"]:
+        ints = [_shard_ints(shard) for shard in shards]
+        if None in ints:
+            return None
+        values = [v for shard in ints for v in shard]
+        if sorted(values) != list(range(case.start, case.end)):
+            return values
+    return None
+
+
+def draw_direct(rng: random.Random) -> Case:
+    """Iterated in the main process: any start (negative, past int32, near int64's end), any size."""
+    return draw_case(rng, workers=(0, 0), passes=False)
+
+
+def draw_empty(rng: random.Random) -> Case:
+    """start == end (or one int), in the main process or with 1 to 8 workers."""
+    case = draw_case(rng)
+    return dataclasses.replace(case, end=case.start + domain.pick(rng, [0, 0, 1]))
+
+
+def draw_passes(rng: random.Random) -> Case:
+    """Two or three passes over the same copies (the stream itself, or persistent workers' copies)."""
+    return dataclasses.replace(draw_case(rng), passes=rng.choice([2, 3]))
+
+
+def draw_one_worker(rng: random.Random) -> Case:
+    return draw_case(rng, workers=(1, 1), passes=False)
+
+
+def draw_several(rng: random.Random) -> Case:
+    return draw_case(rng, workers=(2, 8))
+
+
+def draw_crowded(rng: random.Random) -> Case:
+    """More workers than items."""
+    case = draw_case(rng, workers=(2, 8))
+    return dataclasses.replace(case, end=case.start + rng.randint(0, case.workers - 1))
+
+
+def draw_loader(rng: random.Random, workers: tuple[int, int]) -> tuple[int, int, dict]:
+    """A real DataLoader's configuration: (start, end, options) with a batch size None, 1, or up to past the size."""
+    case = draw_case(rng, workers=workers, passes=False)
+    size = case.end - case.start
+    batch_size = domain.pick(rng, [None, 1, rng.randint(1, max(size, 1) + 3)])
+    options: dict = {"batch_size": batch_size, "num_workers": case.workers}
+    if case.workers and rng.random() < 0.3:
+        options["persistent_workers"] = True
+    return case.start, min(case.end, case.start + 60), options
+
+
+def _expect_generated_loaders(student: Submission, count: int, workers: tuple[int, int], what: str) -> None:
+    """``count`` real DataLoaders of generated configurations (each starts its own worker processes)."""
+    for start, end, options in domain.draw(lambda rng: draw_loader(rng, workers), count,
+                                           size=lambda c: (c[1] - c[0], c[2]["num_workers"])):
+        _expect_loader(student, start, end, what, passes=2 if options.get("persistent_workers") else 1, **options)
