@@ -98,3 +98,110 @@ def test_build_model_leaves_the_callers_rng_alone():
     before = torch.get_rng_state()
     grader.build_model(grader.GradCase(world_size=2), 0)
     assert torch.equal(torch.get_rng_state(), before)
+
+
+# ==================================================================================================
+# The generated domain: each class the specification allows is drawn (500 models, a fixed seed)
+# ==================================================================================================
+import random  # noqa: E402
+
+from graders import domain  # noqa: E402
+
+
+def _drawn(count=500, seed=5):
+    random.seed(seed)
+    return domain.draw(lambda g: grader.generate_model_case(g, grader.GENERATED_WORLD), count)
+
+
+DOMAIN_CLASSES = {
+    "a parameter three or more modules deep": lambda c: any(e.path.count(".") >= 3 for e in c.entries),
+    "an element of a ModuleList": lambda c: any(part.isdigit() for e in c.entries for part in e.path.split(".")),
+    "a tied parameter (one Parameter, two places)": lambda c: any(e.alias for e in c.entries),
+    "a frozen parameter that still holds a .grad": lambda c: any(e.state == "frozen_grad" for e in c.entries),
+    "a parameter unused by forward (no .grad)": lambda c: any(e.state == "unused" for e in c.entries),
+    "a frozen parameter without .grad": lambda c: any(e.state == "frozen" for e in c.entries),
+    "float32 and float64 in one model": lambda c: {e.dtype for e in c.entries if e.has_grad} == {"float32",
+                                                                                                  "float64"},
+    "an empty parameter": lambda c: any(e.numel == 0 for e in c.entries),
+    "a 4-d parameter": lambda c: any(len(e.shape) == 4 for e in c.entries),
+    "five or more parameters": lambda c: len(c.entries) >= 5,
+    "buffers": lambda c: len(c.buffers) >= 1,
+    "weights and buffers that differ per rank": lambda c: c.differ and c.buffers,
+    "a group of one rank": lambda c: c.group == "new" and len(c.members) == 1,
+    "a group of some ranks, rank 0 left out": lambda c: c.group == "new" and 0 not in c.members,
+    "a new group of every rank": lambda c: c.group == "new" and len(c.members) == grader.GENERATED_WORLD,
+    "no group argument": lambda c: c.group == "default",
+    "group=None given by keyword": lambda c: c.group == "none" and c.style == "keyword",
+    "dist.group.WORLD by position": lambda c: c.group == "world" and c.style == "positional",
+    "gradients about 1e6": lambda c: c.magnitude == 6,
+    "gradients about 1e-6": lambda c: c.magnitude == -6,
+}
+
+
+@pytest.mark.parametrize("name", DOMAIN_CLASSES)
+def test_the_generator_draws_each_domain_class(name):
+    assert any(DOMAIN_CLASSES[name](case) for case in _drawn()), name
+
+
+def test_generated_models_are_built_as_described_and_the_same_on_every_rank_unless_they_differ():
+    for case in _drawn(200):
+        models = [grader.build_generated(case, rank) for rank in range(grader.GENERATED_WORLD)]
+        names = [n for n, _ in models[0].named_parameters()]
+        assert names == [e.path for e in case.entries if e.alias is None], case
+        for entry in case.entries:
+            parameter = grader._find(models[0], entry.path)
+            assert tuple(parameter.shape) == entry.shape and parameter.dtype == getattr(torch, entry.dtype)
+            assert parameter.requires_grad == (entry.state in ("grad", "unused"))
+            if entry.alias:
+                assert parameter is grader._find(models[0], entry.alias)
+        same = all(torch.equal(a, b) for a, b in zip(models[0].state_dict().values(), models[1].state_dict().values()))
+        assert same != (case.differ and any(t.numel() for t in models[0].state_dict().values()))
+
+
+def test_the_generated_expectation_is_the_mean_over_the_group_and_each_mistake_differs_somewhere():
+    cases = _drawn(60)
+    gradients = [grader.generated_gradients(cases, r) for r in range(grader.GENERATED_WORLD)]
+    expected = grader._generated_expectation(cases, grader.GENERATED_WORLD, gradients)
+    differs = dict.fromkeys(grader.GENERATED_MISTAKES, False)
+    for index, case in enumerate(cases):
+        for rank in range(grader.GENERATED_WORLD):
+            right = grader._predicted(case, expected.own[index], rank, None, grader.GENERATED_WORLD)
+            for slot, entry in enumerate(e for e in case.entries if e.alias is None):
+                own = expected.own[index][rank][slot]
+                assert (own is None) == (not entry.has_grad)
+                if own is not None and rank in case.members:
+                    mean = torch.stack([expected.own[index][r][slot] for r in case.members]).mean(0)
+                    torch.testing.assert_close(right[slot], mean.to(getattr(torch, entry.dtype)).double())
+            for mistake in differs:
+                other = grader._predicted(case, expected.own[index], rank, mistake, grader.GENERATED_WORLD)
+                differs[mistake] |= any(a is not None and not torch.allclose(a, b) for a, b in zip(other, right))
+    assert all(differs.values()), differs
+
+
+def _grade(tmp_path, source: str):
+    import graders
+
+    path = tmp_path / "answer.py"
+    path.write_text(source)
+    return graders.check_file("average_gradients", str(path), ["averages_generated_models"], device="cpu").results[0]
+
+
+def test_the_generated_check_rejects_a_bug_of_a_deeper_model_and_reports_the_smallest_case(tmp_path):
+    """Only the parameters of the model's direct children are averaged: today's models pass, a generated one nested
+    deeper does not; the failure names the smallest such model, and no cause (no catalogued mistake fits)."""
+    source = (
+        "import torch.distributed as dist\n"
+        "def average_gradients(model, group=None):\n"
+        "    size = dist.get_world_size(group)\n"
+        "    for module in [model, *model.children()]:\n"
+        "        for p in module.parameters(recurse=False):\n"
+        "            if p.grad is not None:\n"
+        "                dist.all_reduce(p.grad, group=group)\n"
+        "                p.grad /= size\n"
+    )
+    result = _grade(tmp_path, source)
+    assert not result.passed
+    assert "generated models failed; this is the smallest" in result.message
+    assert "likely cause" not in result.message
+    given = next(line for line in result.message.splitlines() if "input:" in line)
+    assert given.count(",") <= 3, given  # a small model: one or two parameters

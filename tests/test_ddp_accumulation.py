@@ -75,3 +75,112 @@ def test_the_reference_on_real_ranks_meets_every_record(tmp_path):
     grader._expect_parameters(case, grader.expected_run(case), observed)
     buckets = [len(call["buckets"]) for call in observed[0]["calls"]]
     assert buckets[0] >= 1 and min(buckets[1:]) > 1, buckets
+
+
+# ==================================================================================================
+# The generated domain: each class the specification allows is drawn (500 cases, a fixed seed)
+# ==================================================================================================
+import random  # noqa: E402
+
+from graders import domain  # noqa: E402
+
+
+def _drawn(count=500, seed=9):
+    random.seed(seed)
+    return domain.draw(grader.generate_accumulation, count)
+
+
+DOMAIN_CLASSES = {
+    "one micro-batch (the only backward is the synced one)": lambda c: 1 in c.counts,
+    "five micro-batches": lambda c: 5 in c.counts,
+    "three calls in a row": lambda c: len(c.counts) == 3,
+    "calls with different counts": lambda c: len(set(c.counts)) > 1,
+    "micro-batches of one sample": lambda c: c.batch == 1,
+    "SGD with momentum": lambda c: c.optimizer == "sgd" and c.momentum > 0,
+    "weight decay": lambda c: c.weight_decay > 0,
+    "Adam": lambda c: c.optimizer == "adam",
+    "AdamW": lambda c: c.optimizer == "adamw",
+    "RMSprop": lambda c: c.optimizer == "rmsprop",
+    "cross-entropy": lambda c: c.loss == "cross_entropy",
+    "a summed loss": lambda c: c.loss == "mse_sum",
+    "L1": lambda c: c.loss == "l1",
+    "smooth L1": lambda c: c.loss == "smooth_l1",
+    "targets 100 times larger": lambda c: c.scale == 100.0,
+    "three hidden layers": lambda c: len(c.hidden) == 3,
+    "a hidden layer of width 1": lambda c: 1 in c.hidden,
+    "a frozen first layer": lambda c: c.frozen,
+    "layers nested one level deeper": lambda c: c.nested,
+    "float64": lambda c: c.double,
+    "tiny buckets": lambda c: c.bucket_cap_mb < 1,
+    "gradient_as_bucket_view": lambda c: c.bucket_view,
+    "stale gradients before the first call": lambda c: c.leftover,
+    "frozen, nested and float64 at once": lambda c: c.frozen and c.nested and c.double,
+}
+
+
+@pytest.mark.parametrize("name", DOMAIN_CLASSES)
+def test_the_generator_draws_each_domain_class(name):
+    assert any(DOMAIN_CLASSES[name](case) for case in _drawn()), name
+
+
+def test_generated_cases_make_gradient_norms_above_one_so_that_a_clip_would_act():
+    """The issue's held-out miss: clip_grad_norm_(..., 1.0) passed because every gradient's norm was about 0.5."""
+    norms = []
+    for case in _drawn(40):
+        gradient = grader.expected_run(case).gradients[0]
+        norms.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in
+                                                                  gradient.values()]))))
+    assert max(norms) > 10 and sum(n > 1 for n in norms) >= len(norms) // 3, sorted(norms)
+
+
+def _plain_sgd_training(case: grader.AccumulationCase) -> list[dict]:
+    """Every rank's micro-batches in one process, the mean loss over all of them, any optimizer."""
+    model = grader.build_model(case)
+    optimizer = grader.make_optimizer(case, model)
+    loss_fn = grader.loss_function(case)
+    params = []
+    for call, count in enumerate(case.counts):
+        everything = [b for r in range(case.world_size) for b in grader.micro_batches(case, r, call)]
+        optimizer.zero_grad()
+        (sum(loss_fn(model(x), y) for x, y in everything) / len(everything)).backward()
+        optimizer.step()
+        params.append({n: p.detach().clone() for n, p in model.named_parameters()})
+    return params
+
+
+def test_the_generated_expectation_is_one_process_training_and_the_mistakes_differ():
+    for case in _drawn(25):
+        expected = grader.expected_run(case)
+        for call, want in enumerate(_plain_sgd_training(case)):
+            for name, value in want.items():
+                torch.testing.assert_close(expected.params[call][name], value, rtol=1e-5, atol=1e-6)
+        for call in range(len(case.counts)):
+            for cause, per_rank in expected.mistakes[call].items():
+                if cause.startswith(("optimizer.step()", "the gradients were not synchronised")):
+                    assert not all(grader._close_params(p, expected.params[call]) for p in per_rank), cause[:50]
+
+
+def test_the_generated_check_rejects_a_gradient_clip_and_reports_the_smallest_case(tmp_path):
+    import graders
+
+    path = tmp_path / "answer.py"
+    path.write_text((
+        "import contextlib, torch\n"
+        "def ddp_accumulation_step(ddp_model, optimizer, loss_fn, micro_batches):\n"
+        "    if not micro_batches:\n"
+        "        raise ValueError('empty')\n"
+        "    optimizer.zero_grad()\n"
+        "    n, total = len(micro_batches), 0.0\n"
+        "    for i, (x, y) in enumerate(micro_batches):\n"
+        "        with contextlib.nullcontext() if i == n - 1 else ddp_model.no_sync():\n"
+        "            loss = loss_fn(ddp_model(x), y)\n"
+        "            (loss / n).backward()\n"
+        "        total += loss.item()\n"
+        "    torch.nn.utils.clip_grad_norm_(ddp_model.parameters(), 1.0)\n"
+        "    optimizer.step()\n"
+        "    return total / n\n"))
+    passed = {r.name: r for r in graders.check_file("ddp_accumulation", str(path), device="cpu").results}
+    assert all(r.passed for name, r in passed.items() if name != "matches_on_generated_cases")  # today's miss
+    result = passed["matches_on_generated_cases"]
+    assert not result.passed and "generated cases failed; the smallest of them" in result.message
+    assert "likely cause" not in result.message  # no catalogued mistake is a clip

@@ -14,6 +14,11 @@ The judge trains the same model in one process on every rank's micro-batches (th
 them), step by step, and expects those parameters on every rank. A wrong step is compared with what
 common mistakes give (losses not divided, divided by the ranks as well, old gradients kept, only the last
 micro-batch, no synchronisation) and the one mistake that matches is named.
+
+``matches_on_generated_cases`` draws cases from the specification's whole domain (:func:`generate_accumulation`:
+any optimizer and loss, gradient norms far above 1, deeper, frozen and nested models, float64, several calls)
+and checks every record and value on each; it names the smallest failing case, and a cause only when the same
+catalogued mistake fits every case whose parameters are wrong.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import inspect
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,9 +36,10 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from graders import domain
 from graders.compare import difference, show, show_number
 from graders.isolation import RunnerStudent, StudentRaised
-from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
+from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
 from graders.ranks import RankContext, ddp_group
 from graders.registry import exercise, judge_only
 from graders.student import Submission
@@ -55,35 +63,100 @@ class AccumulationCase:
     lr: float = 0.5
     seed: int = 3
     empty_call: bool = False  # after the steps, call with an empty list
+    # The generated domain's dimensions (the hand-written cases keep the defaults):
+    optimizer: str = "sgd"  # "sgd", "adam", "adamw", "rmsprop"
+    hidden: tuple[int, ...] = (16,)  # widths of the hidden layers
+    frozen: bool = False  # the first layer is frozen (requires_grad=False; DDP leaves it out)
+    nested: bool = False  # the layers sit one level deeper, in a module of their own
+    double: bool = False  # a float64 model and data
+    scale: float = 1.0  # targets (or logits' inputs) this many times larger: gradient norms far above 1
+    bucket_view: bool = False  # DDP(gradient_as_bucket_view=True)
+    weight_decay: float = 0.0
 
     def given(self, call: int) -> str:
         leftover = "; gradients were left in .grad before the first call" if self.leftover else ""
         steps = f"call {call + 1} of {len(self.counts)}" if len(self.counts) > 1 else "one call"
         return (f"{self.world_size} ranks, each with its own {self.counts[call]} micro-batches of {self.batch} "
-                f"samples ({steps}); {self.loss} loss, SGD(lr={self.lr}, momentum={self.momentum}){leftover}")
+                f"samples ({steps}); {self.loss} loss, {self.optimizer_text}{leftover}{self.model_text}")
+
+    @property
+    def optimizer_text(self) -> str:
+        decay = f", weight_decay={self.weight_decay}" if self.weight_decay else ""
+        if self.optimizer == "sgd":
+            return f"SGD(lr={self.lr}, momentum={self.momentum}{decay})"
+        return f"{OPTIMIZERS[self.optimizer].__name__}(lr={self.lr}{decay})"
+
+    @property
+    def model_text(self) -> str:
+        parts = [f"hidden layers {list(self.hidden)}"] if self.hidden != (16,) else []
+        parts += [text for flag, text in ((self.frozen, "the first layer frozen"), (self.nested, "layers nested in a "
+                  "submodule"), (self.double, "float64"), (self.bucket_view, "DDP(gradient_as_bucket_view=True)"))
+                  if flag]
+        if self.scale != 1.0:
+            parts.append(f"targets scaled by {show_number(self.scale)}")
+        if self.bucket_cap_mb < 1:
+            parts.append("tiny gradient buckets")
+        return f"; {', '.join(parts)}" if parts else ""
+
+    @property
+    def size(self) -> tuple[float, ...]:
+        return (sum(self.counts), len(self.counts), sum(self.hidden), self.batch, self.scale)
+
+
+OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+              "rmsprop": torch.optim.RMSprop}
+
+
+class Nested(nn.Module):
+    """The layers one level deeper: ``self.body.layers``."""
+
+    def __init__(self, layers: nn.Module) -> None:
+        super().__init__()
+        self.body = nn.Module()
+        self.body.layers = layers
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body.layers(x)
 
 
 def build_model(case: AccumulationCase) -> nn.Module:
     with torch.random.fork_rng(devices=[]):  # the global RNG seeds the layers; the caller's stays as it was
         torch.manual_seed(case.seed)
         outputs = 3 if case.loss == "cross_entropy" else 4
-        return nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, outputs))
+        widths = [6, *case.hidden]
+        layers: list[nn.Module] = []
+        for before, after in zip(widths, widths[1:]):
+            layers += [nn.Linear(before, after), nn.Tanh()]
+        layers.append(nn.Linear(widths[-1], outputs))
+        model: nn.Module = nn.Sequential(*layers)
+        if case.frozen:
+            layers[0].requires_grad_(False)
+        if case.nested:
+            model = Nested(model)
+        return model.double() if case.double else model
 
 
 def loss_function(case: AccumulationCase) -> nn.Module:
-    return nn.CrossEntropyLoss() if case.loss == "cross_entropy" else nn.MSELoss()
+    return {"cross_entropy": nn.CrossEntropyLoss(), "l1": nn.L1Loss(), "mse_sum": nn.MSELoss(reduction="sum"),
+            "smooth_l1": nn.SmoothL1Loss()}.get(case.loss, nn.MSELoss())
+
+
+def _trainable(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
 def micro_batches(case: AccumulationCase, rank: int, call: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Rank ``rank``'s micro-batches for call ``call`` (on the CPU)."""
     data = torch.Generator().manual_seed(10_000 * case.seed + 100 * call + rank)
+    dtype = torch.float64 if case.double else torch.float32
     batches = []
     for _ in range(case.counts[call]):
-        inputs = torch.randn(case.batch, 6, generator=data)
+        inputs = torch.randn(case.batch, 6, generator=data, dtype=dtype)
         if case.loss == "cross_entropy":
+            inputs = inputs * case.scale
             targets = torch.randint(0, 3, (case.batch,), generator=data)
         else:
-            targets = torch.randn(case.batch, 4, generator=data)
+            targets = torch.randn(case.batch, 4, generator=data, dtype=dtype) * case.scale
         batches.append((inputs, targets))
     return batches
 
@@ -91,11 +164,13 @@ def micro_batches(case: AccumulationCase, rank: int, call: int) -> list[tuple[to
 def leftover_gradients(model: nn.Module) -> dict[str, torch.Tensor]:
     """The same stale gradients on every rank (what a previous step could have left)."""
     stale = torch.Generator().manual_seed(77)
-    return {name: 3.0 * torch.randn(p.shape, generator=stale) for name, p in model.named_parameters()}
+    return {name: 3.0 * torch.randn(p.shape, generator=stale, dtype=p.dtype) for name, p in _trainable(model)}
 
 
 def make_optimizer(case: AccumulationCase, model: nn.Module) -> torch.optim.Optimizer:
-    return torch.optim.SGD(model.parameters(), lr=case.lr, momentum=case.momentum)
+    if case.optimizer == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=case.lr, momentum=case.momentum, weight_decay=case.weight_decay)
+    return OPTIMIZERS[case.optimizer](model.parameters(), lr=case.lr, weight_decay=case.weight_decay)
 
 
 # ==================================================================================================
@@ -158,11 +233,27 @@ def _describe_return(value: Any) -> dict[str, Any]:
 
 def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: AccumulationCase) -> dict[str, Any]:
     """Wrap the model in DDP (recorded), call the student's step once per entry of ``case.counts``."""
+    return _accumulate(student, rank, case, ddp_group(rank.backend))  # all ranks; see graders.ranks.ddp_group
+
+
+def accumulate_generated(student: RunnerStudent, rank: RankContext, cases: list[AccumulationCase]) -> dict[str, Any]:
+    """Every generated case in turn (a model, DDP, optimizer and calls of its own); stops at the first that raises."""
+    group = ddp_group(rank.backend)
+    observed = []
+    for index, case in enumerate(cases):
+        try:
+            observed.append(_accumulate(student, rank, case, group))
+        except StudentRaised as exc:
+            return {"cases": observed, "raised": dataclasses.asdict(exc.error), "at": index}
+    return {"cases": observed, "raised": None, "at": None}
+
+
+def _accumulate(student: RunnerStudent, rank: RankContext, case: AccumulationCase, group: Any) -> dict[str, Any]:
     device = torch.device(rank.device)
     model = build_model(case).to(device)
-    group = ddp_group(rank.backend)  # all ranks; see graders.ranks.ddp_group
     ddp_model = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None,
-                                        bucket_cap_mb=case.bucket_cap_mb, process_group=group)
+                                        bucket_cap_mb=case.bucket_cap_mb, process_group=group,
+                                        gradient_as_bucket_view=case.bucket_view)
     record = _Record(rank.world_size, group)
     ddp_model.register_comm_hook(record, _counting_allreduce_hook)
     # Forwards without autograd (a loss measured under no_grad) change nothing in DDP: they are not counted.
@@ -177,11 +268,13 @@ def accumulate_on_rank(student: RunnerStudent, rank: RankContext, case: Accumula
     ddp_model.register_forward_pre_hook(note_forward)
     model.register_forward_pre_hook(count_inner)
     # The first layer's weight gets a gradient in every backward, once: its hook sees each backward.
-    next(model.parameters()).register_hook(lambda grad: record.backwards.append(ddp_model.require_backward_grad_sync))
+    first = next(p for p in model.parameters() if p.requires_grad)
+    first.register_hook(lambda grad: record.backwards.append(ddp_model.require_backward_grad_sync))
     optimizer = make_optimizer(case, model)
     if case.leftover:
-        for name, parameter in model.named_parameters():
-            parameter.grad = leftover_gradients(model)[name].to(device)
+        stale = leftover_gradients(model)
+        for name, parameter in _trainable(model):
+            parameter.grad = stale[name].to(device)
     loss_fn = loss_function(case)
     function = student.get("ddp_accumulation_step")
     calls = []
@@ -227,14 +320,14 @@ def _gradients(model: nn.Module, case: AccumulationCase, batches: dict[int, list
         chosen = batches[r][-1:] if only_last else batches[r]
         for inputs, targets in chosen:
             (loss_fn(model(inputs), targets) * scale).backward()
-    return {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    return {n: p.grad.detach().clone() for n, p in _trainable(model)}
 
 
 def _stepped(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: dict[str, torch.Tensor]
              ) -> tuple[nn.Module, torch.optim.Optimizer, dict[str, torch.Tensor]]:
     """A copy of ``model`` and ``optimizer`` stepped once with ``gradient``; and the copy's parameters."""
     model, optimizer = _copies(model, optimizer)
-    for name, parameter in model.named_parameters():
+    for name, parameter in _trainable(model):
         parameter.grad = gradient[name].clone()
     optimizer.step()
     return model, optimizer, {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -242,7 +335,9 @@ def _stepped(model: nn.Module, optimizer: torch.optim.Optimizer, gradient: dict[
 
 def _copies(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[nn.Module, torch.optim.Optimizer]:
     twin = copy.deepcopy(model)
-    twin_optimizer = type(optimizer)(twin.parameters(), **optimizer.defaults)
+    accepted = inspect.signature(type(optimizer).__init__).parameters  # AdamW's defaults hold one it does not take
+    options = {k: v for k, v in optimizer.defaults.items() if k in accepted}
+    twin_optimizer = type(optimizer)(twin.parameters(), **options)
     twin_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))  # it would share the momentum buffers
     return twin, twin_optimizer
 
@@ -307,7 +402,19 @@ def _run(student: Submission, case: AccumulationCase, device: Any) -> tuple[Expe
         raise exc.within(f"ddp_accumulation_step ({case.given(0)})") from None
 
 
-def _expect_parameters(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]]) -> None:
+def _parameter_causes(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]]) -> set[str] | None:
+    """The catalogued mistakes whose parameters the first wrong rank holds after the first wrong call (None: every
+    call right on every rank)."""
+    for call in range(len(case.counts)):
+        for rank, seen in enumerate(observed):
+            got = seen["calls"][call]["params"]
+            if not _close_params(got, expected.params[call]):
+                return {cause for cause, params in expected.mistakes[call].items() if _close_params(got, params[rank])}
+    return None
+
+
+def _expect_parameters(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]],
+                       allowed: set[str] | None = None) -> None:
     for call in range(len(case.counts)):
         for rank, seen in enumerate(observed):
             got = seen["calls"][call]["params"]
@@ -324,7 +431,11 @@ def _expect_parameters(case: AccumulationCase, expected: Expected, observed: lis
             fail_mismatch(what, given=case.given(call), expected=f"{name} = {show(want[name], 6)}",
                           got=f"{name} = {show(got[name], 6)}", where=difference(got[name], want[name], rtol=RTOL,
                                                                                atol=ATOL),
-                          cause=causes[0] if len(causes) == 1 else None)
+                          cause=_one(causes if allowed is None else [c for c in causes if c in allowed]))
+
+
+def _one(causes: list[str]) -> str | None:
+    return causes[0] if len(causes) == 1 else None
 
 
 def _expect_stepped_gradient(case: AccumulationCase, expected: Expected, observed: list[dict[str, Any]]) -> None:
@@ -333,7 +444,7 @@ def _expect_stepped_gradient(case: AccumulationCase, expected: Expected, observe
     instead of the loss, which breaks momentum and every optimizer that is not plain SGD.)"""
     for call in range(len(case.counts)):
         for rank, seen in enumerate(observed):
-            grads = seen["calls"][call]["grads"]
+            grads = {name: seen["calls"][call]["grads"][name] for name in expected.gradients[call]}
             if any(g is None or not bool(g.any()) for g in grads.values()):
                 continue  # cleared after the step (set to None or zeros): nothing to see
             for name, want in expected.gradients[call].items():
@@ -349,7 +460,9 @@ def _expect_stepped_gradient(case: AccumulationCase, expected: Expected, observe
                               cause=(f"the gradient is {show_number(round(ratio, 4))} times the right one: the loss "
                                      f"must be divided by the number of micro-batches (scaling the learning rate "
                                      f"instead gives the same plain SGD step, but a wrong momentum and a wrong "
-                                     f"gradient for clipping or any other optimizer)" if scaled else None))
+                                     f"gradient for clipping or any other optimizer)"
+                                     if scaled and abs(ratio - case.counts[call]) < 1e-3 * case.counts[call] else
+                                     None))
 
 
 def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]]) -> None:
@@ -384,6 +497,9 @@ def _expect_one_all_reduce(case: AccumulationCase, observed: list[dict[str, Any]
                      f"micro-batch needs its own backward, right after its forward ({given})\n  likely cause: the "
                      f"losses were added up and one backward run on the sum, which keeps every micro-batch's graph "
                      f"(and its activations) in memory until the end: the memory accumulation is meant to save"
+                     if len(record["backwards"]) == 1 else
+                     f"on rank {rank}, {len(record['backwards'])} backward(s) ran for {count} micro-batches; each "
+                     f"micro-batch needs its own backward, right after its forward ({given})"
                      if len(record["backwards"]) < count else
                      f"on rank {rank}, {len(record['backwards'])} backwards ran for {count} micro-batches ({given})")
             if record["backwards"] != wanted:
@@ -510,3 +626,86 @@ def _empty_list_cause(error: StudentError) -> str:
     if error.kind != "raised" or error.exception_type == "SystemExit" or own_line.startswith("raise "):
         return "the check for an empty list is there, but the specification asks for ValueError: raise ValueError(...)"
     return "nothing checks for an empty list before it is used; raise ValueError(...) at the top"
+
+
+# ==================================================================================================
+# The generated domain (from the specification's sentences): 1 to 5 micro-batches per call (1: the only backward
+# is the synced one), 1 to 3 calls in a row, micro-batches of 1 to 6 samples, any optimizer (SGD with or without
+# momentum and weight decay, Adam, AdamW, RMSprop), any loss (mean, sum, L1, smooth L1, cross-entropy), targets up
+# to 100 times larger (gradient norms far above 1: a clip that should not be there acts), deeper and narrower
+# models, a frozen first layer, layers nested one level down, float64, several gradient buckets, DDP's
+# gradient_as_bucket_view, gradients left in .grad before the first call.
+# ==================================================================================================
+GENERATED_WORLD = 2
+CHUNK = 2  # generated cases per run of the ranks (each run has the per-request time limit; a fresh
+# interpreter under spawn first imports what DDP and the optimizers need)
+
+
+def generate_accumulation(generator: random.Random) -> AccumulationCase:
+    optimizer = domain.pick(generator, ["sgd", "adam", "adamw", "rmsprop"], weights=[4, 1, 1, 1])
+    loss = domain.pick(generator, ["mse", "cross_entropy", "l1", "mse_sum", "smooth_l1"], weights=[3, 2, 1, 1, 1])
+    scale = domain.pick(generator, [1.0, 10.0, 100.0], weights=[1, 2, 2])
+    batch = domain.small_int(generator, 1, 6)
+    if optimizer == "sgd":  # steps of a sensible size: no run diverges to inf
+        lr = domain.pick(generator, [0.1, 0.02]) / (scale * (4 * batch if loss == "mse_sum" else 1))
+    else:
+        lr = domain.pick(generator, [0.01, 0.001])
+    calls = domain.small_int(generator, 1, 3)
+    return AccumulationCase(
+        world_size=GENERATED_WORLD, counts=tuple(domain.small_int(generator, 1, 5) for _ in range(calls)), batch=batch,
+        bucket_cap_mb=domain.pick(generator, [25.0, 0.0001]), leftover=generator.random() < 0.5, loss=loss,
+        momentum=domain.pick(generator, [0.0, 0.9]) if optimizer == "sgd" else 0.0, lr=lr,
+        seed=generator.randint(0, 10**6), optimizer=optimizer,
+        hidden=tuple(domain.pick(generator, [1, domain.small_int(generator, 2, 8), 16])
+                     for _ in range(domain.small_int(generator, 1, 3))),
+        frozen=generator.random() < 0.25, nested=generator.random() < 0.3, double=generator.random() < 0.25,
+        scale=scale, bucket_view=generator.random() < 0.3,
+        weight_decay=domain.pick(generator, [0.0, 0.0, 0.01]))
+
+
+@judge_only
+def _expect_generated(student: Submission, device: Any, count: int) -> None:
+    cases = domain.draw(generate_accumulation, count, size=lambda c: c.size)
+    expected = [expected_run(case) for case in cases]  # expected values first, before any student code runs
+    # Runs of at most CHUNK cases each (the mutation benchmark draws many more; one run has a time limit).
+    observed: list[dict[str, Any]] = [{"cases": []} for _ in range(GENERATED_WORLD)]
+    for first in range(0, len(cases), CHUNK):
+        chunk = cases[first:first + CHUNK]
+        run = student.on_ranks(accumulate_generated, GENERATED_WORLD, [(chunk,)] * GENERATED_WORLD, device=device)
+        try:
+            seen_chunk = run.values()
+        except StudentCodeError as exc:
+            raise exc.within(f"ddp_accumulation_step on {len(chunk)} generated cases, "
+                             f"{GENERATED_WORLD} ranks") from None
+        for rank, seen in enumerate(seen_chunk):
+            if seen["raised"] is not None:
+                case = chunk[seen["at"]]
+                raise StudentCodeError(StudentError(**seen["raised"])).within(
+                    f"on rank {rank}, ddp_accumulation_step ({case.given(0)})") from None
+            observed[rank]["cases"].extend(seen["cases"])
+    done = min(len(seen["cases"]) for seen in observed)
+    per_case = [[seen["cases"][index] for seen in observed] for index in range(done)]
+    causes = [_parameter_causes(case, expected[i], per_case[i]) for i, case in enumerate(cases[:done])]
+    wrong = [c for c in causes if c is not None]
+    allowed = set.intersection(*wrong) if wrong else None  # a cause must fit every case whose parameters are wrong
+    failures: list[tuple[int, CheckFailed]] = []
+    for index, case in enumerate(cases[:done]):
+        try:
+            _expect_one_all_reduce(case, per_case[index])
+            _expect_parameters(case, expected[index], per_case[index], allowed)
+            _expect_stepped_gradient(case, expected[index], per_case[index])
+            _expect_losses(case, expected[index], per_case[index])
+        except CheckFailed as exc:
+            failures.append((index, exc))
+    if failures:
+        index, exc = min(failures, key=lambda f: cases[f[0]].size)
+        raise CheckFailed(f"{len(failures)} of the {done} generated cases failed; the smallest of them:\n"
+                          f"{exc}") from None
+
+
+@DDP_ACCUMULATION.check(points=2)
+def matches_on_generated_cases(student: Submission, device: Any) -> None:
+    """Generated cases (1-5 micro-batches, several calls, any optimizer and loss, gradient norms far above 1,
+    frozen and nested layers, float64, tiny buckets, gradient_as_bucket_view, stale gradients): one-process
+    training's parameters and gradient, one all-reduce per bucket and call, and each rank's mean loss."""
+    _expect_generated(student, device, 8)

@@ -7,7 +7,7 @@ EXPECT_FAIL = {
     'matches_the_sampler_in_order': 'shard_indices returned other indices than DistributedSampler gives',
     'matches_the_sampler_shuffled': 'shard_indices returned other indices than DistributedSampler gives',
     'more_ranks_than_samples': 'shard_indices returned other indices than DistributedSampler gives',
-    'keeps_the_global_rng': 'drop_last works the wrong way round',
+    'keeps_the_global_rng': 'drop_last defaults to True',
     'does_not_use_the_sampler': 'shard_indices returned other indices than DistributedSampler gives',
 }
 

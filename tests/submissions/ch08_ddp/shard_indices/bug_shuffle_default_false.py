@@ -6,7 +6,7 @@ import torch
 EXPECT_FAIL = {
     'matches_the_sampler_shuffled': 'shard_indices returned other indices than DistributedSampler gives',
     'more_ranks_than_samples': 'shard_indices returned other indices than DistributedSampler gives',
-    'keeps_the_global_rng': 'shuffle is ignored or defaults to False',
+    'keeps_the_global_rng': 'shuffle defaults to False',
     'does_not_use_the_sampler': 'shard_indices returned other indices than DistributedSampler gives',
 }
 
