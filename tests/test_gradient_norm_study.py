@@ -169,3 +169,179 @@ def test_a_tiny_max_norm_separates_before_from_after_clipping():
     study = reference.grad_norm_study(grader.ModelFactory([5, 10, 1]), inputs, targets, ("xavier_uniform", "ones"),
                                       epochs=2, batch_size=16, max_norm=1e-3, lr=0.1)
     assert all(v > 1e-2 for norms in study.values() for v in norms)
+
+
+# ==================================================================================================
+# The generated domains (issue 32): each class the generators must produce, and the checks they feed
+# ==================================================================================================
+import random  # noqa: E402
+
+import graders  # noqa: E402
+
+
+def _grads_of(case):
+    return [g for g in case["grads"] if g is not None]
+
+
+@pytest.fixture(scope="module")
+def norm_cases():
+    return [grader.draw_norm_case(random.Random(f"norm-{k}")) for k in range(500)]
+
+
+@pytest.mark.parametrize("name, holds", [
+    ("every form", lambda cs: {c["form"] for c in cs} == set(grader.FORMS)),
+    ("norm_type left out, int, float and inf", lambda cs: {repr(c["norm_type"]) for c in cs}
+     >= {"None", "1", "2", "3", "1.5", "3.5", "7.0", "inf"}),
+    ("no tensors at all", lambda cs: any(not c["grads"] for c in cs)),
+    ("six tensors (more than any hand-written case)", lambda cs: any(len(c["grads"]) == 6 for c in cs)),
+    ("tensors without .grad among others", lambda cs: any(None in c["grads"] and _grads_of(c) for c in cs)),
+    ("only tensors without .grad", lambda cs: any(c["grads"] and not _grads_of(c) for c in cs)),
+    ("a frozen tensor holding a gradient", lambda cs: any(not r and g is not None for c in cs
+                                                          for g, r in zip(c["grads"], c["requires_grad"]))),
+    ("a 0-dim gradient", lambda cs: any(g.dim() == 0 for c in cs for g in _grads_of(c))),
+    ("an empty gradient", lambda cs: any(g.numel() == 0 for c in cs for g in _grads_of(c))),
+    ("a 3-dim gradient", lambda cs: any(g.dim() == 3 for c in cs for g in _grads_of(c))),
+    ("float32 and float64 mixed", lambda cs: any({g.dtype for g in _grads_of(c)} == {torch.float32, torch.float64}
+                                                 for c in cs)),
+    ("NaN, inf and -inf entries", lambda cs: all(any(bool(f(g).any()) for c in cs for g in _grads_of(c)) for f in
+                                                 (torch.isnan, lambda g: g == math.inf, lambda g: g == -math.inf))),
+    ("an all-zero gradient", lambda cs: any(g.numel() and not g.any() for c in cs for g in _grads_of(c))),
+    ("large gradients (norms far above 1)", lambda cs: any(g.abs().max() > 1e3 for c in cs for g in _grads_of(c)
+                                                           if g.numel())),
+    ("every layout", lambda cs: {l for c in cs for g, l in zip(c["grads"], c["layouts"]) if g is not None
+                                 and g.dim() >= 2 and g.numel() > 1} == set(grader.LAYOUTS)),
+])
+def test_the_norm_generator_draws(norm_cases, name, holds):
+    assert holds(norm_cases), name
+
+
+def test_the_layouts_are_built_in_the_runner():
+    """Transposed and strided gradients are not contiguous there, an offset one starts past its storage's start."""
+    case = grader._case([torch.randn(3, 4)] * 4, layouts=["contiguous", "transposed", "offset", "strided"])
+    leaves = grader._leaves(case, "cpu")
+    assert leaves[0].grad.is_contiguous() and not leaves[1].grad.is_contiguous()
+    assert leaves[2].grad.storage_offset() > 0 and not leaves[3].grad.is_contiguous()
+    assert all(torch.equal(leaf.grad, case["grads"][0]) for leaf in leaves)
+
+
+def test_the_reference_total_grad_norm_is_right_on_drawn_cases(norm_cases):
+    for case in norm_cases:
+        leaves = grader._leaves(case, "cpu")
+        args = () if case["norm_type"] is None else (case["norm_type"],)
+        got = reference.total_grad_norm(grader._passed_as(leaves, case["form"]), *args)
+        assert grader._close_number(got, grader._expected_norm(case)), case["label"]
+
+
+@pytest.fixture(scope="module")
+def init_cases():
+    return [grader.draw_init_case(random.Random(f"init-{k}")) for k in range(300)]
+
+
+def _modules_of(case):
+    return list(grader.build_model(case["model"], case["dtype"]).modules())
+
+
+@pytest.mark.parametrize("name, holds", [
+    ("every scheme", lambda cs: {c["scheme"] for c in cs} == set(grader.SCHEMES)),
+    ("no generator (the global one)", lambda cs: any(c["seed"] is None for c in cs)),
+    ("a seed past 2**32", lambda cs: any(c["seed"] is not None and c["seed"] >= 2 ** 32 for c in cs)),
+    ("float64", lambda cs: any(c["dtype"] == torch.float64 for c in cs)),
+    ("a Linear shared by two parents", lambda cs: any(len(list(grader.build_model(c["model"]).named_modules(
+        remove_duplicate=False))) > len(_modules_of(c)) for c in cs)),
+    ("containers three deep", lambda cs: any(sum(isinstance(m, (nn.Sequential, nn.ModuleList, nn.ModuleDict,
+                                                                 grader.Holder)) for m in _modules_of(c)) >= 3
+                                             for c in cs)),
+    ("ModuleList, ModuleDict and a plain Module", lambda cs: all(any(isinstance(m, kind) for c in cs
+                                                                     for m in _modules_of(c))
+                                                                 for kind in (nn.ModuleList, nn.ModuleDict,
+                                                                              grader.Holder))),
+    ("Linear subclasses, one holding a Linear", lambda cs: all(any(isinstance(m, kind) for c in cs
+                                                                   for m in _modules_of(c))
+                                                               for kind in (grader.ScaledLinear, grader.GatedLinear))),
+    ("a Linear without bias", lambda cs: any(isinstance(m, nn.Linear) and m.bias is None for c in cs
+                                             for m in _modules_of(c))),
+    ("no Linear at all", lambda cs: any(not any(isinstance(m, nn.Linear) for m in _modules_of(c)) for c in cs)),
+    ("the model itself a Linear", lambda cs: any(isinstance(grader.build_model(c["model"]), nn.Linear) for c in cs)),
+    ("other modules with parameters", lambda cs: all(any(isinstance(m, kind) for c in cs for m in _modules_of(c))
+                                                     for kind in (nn.Conv1d, nn.LayerNorm, nn.Embedding,
+                                                                  nn.BatchNorm1d, nn.Bilinear))),
+])
+def test_the_init_generator_draws(init_cases, name, holds):
+    assert holds(init_cases), name
+
+
+def test_the_reference_init_is_right_on_drawn_models(init_cases):
+    for case in init_cases[:120]:
+        model = grader.build_model(case["model"], case["dtype"])
+        if case["seed"] is None:
+            torch.manual_seed(case["global_seed"])
+        generator = torch.Generator().manual_seed(case["seed"]) if case["seed"] is not None else None
+        reference.init_weights_(model, case["scheme"], generator)
+        expected = grader._expected_init(case)
+        got = grader._parameters_of(model)
+        assert list(got) == list(expected) and all(torch.equal(got[k], expected[k]) for k in got), case["label"]
+
+
+@pytest.fixture(scope="module")
+def studies():
+    return [grader.draw_study(random.Random(f"study-{k}")) for k in range(500)]
+
+
+@pytest.mark.parametrize("name, holds", [
+    ("epochs at its default", lambda ds: any("epochs" not in d["kwargs"] for d in ds)),
+    ("batch_size at its default on more than one batch", lambda ds: any("batch_size" not in d["kwargs"]
+                                                                        and d["n"] > 32 for d in ds)),
+    ("a last batch smaller than the others", lambda ds: any(d["n"] % d["kwargs"].get("batch_size", 32)
+                                                            and d["n"] > d["kwargs"].get("batch_size", 32)
+                                                            for d in ds)),
+    ("a batch larger than the data", lambda ds: any(d["kwargs"].get("batch_size", 32) > d["n"] for d in ds)),
+    ("a batch of one", lambda ds: any(d["kwargs"].get("batch_size") == 1 for d in ds)),
+    ("schemes left out, a list, a tuple", lambda ds: {type(d["schemes"]) for d in ds} == {type(None), list, tuple}),
+    ("schemes in another order", lambda ds: any(d["schemes"] is not None and len(d["schemes"]) > 1 and
+                                                list(d["schemes"]) != sorted(d["schemes"], key=grader.SCHEMES.index)
+                                                for d in ds)),
+    ("a tiny max_norm (every step clipped)", lambda ds: any(d["kwargs"].get("max_norm") == 1e-3 for d in ds)),
+    ("float64 and tanh", lambda ds: any(d["dtype"] == torch.float64 for d in ds)
+     and any(d["activation"] == "tanh" for d in ds)),
+    ("one sample", lambda ds: any(d["n"] == 1 for d in ds)),
+])
+def test_the_study_generator_draws(studies, name, holds):
+    assert holds(studies), name
+
+
+def _fixture(name):
+    from pathlib import Path
+
+    return Path(__file__).parent / "submissions" / "ch06_amp" / "gradient_norm_study" / name
+
+
+def test_the_generated_study_check_rejects_a_wrong_default_and_reports_the_smallest_study():
+    report = graders.check_file("gradient_norm_study", str(_fixture("bug_study_default_epochs.py")),
+                                ["grad_norm_study_generated"], device="cpu")
+    result, = report.results
+    assert not result.passed and "the smallest" in result.message and "50 norms" in result.message
+
+
+def test_the_generated_norm_check_rejects_a_bug_and_reports_the_smallest_case(tmp_path):
+    """A norm over the first four gradients only passes every hand-written case (none has more); the generated check
+    finds it and reports a case with more than four gradients."""
+    source = _fixture("correct_python_floats.py").read_text()
+    path = tmp_path / "first_four.py"
+    path.write_text(source + '''
+
+_right = total_grad_norm
+
+
+def total_grad_norm(parameters, norm_type=2.0):
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    kept = [p for p in parameters if p.grad is not None][:4]
+    return _right(kept, norm_type)
+''')
+    report = graders.check_file("gradient_norm_study", str(path), ["total_grad_norm_values",
+                                                                    "total_grad_norm_generated"], device="cpu")
+    by_name = {r.name: r for r in report.results}
+    assert by_name["total_grad_norm_values"].passed
+    message = by_name["total_grad_norm_generated"].message
+    assert not by_name["total_grad_norm_generated"].passed and "the smallest" in message
+    assert message.count("(grad ") >= 5

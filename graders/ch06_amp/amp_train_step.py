@@ -13,6 +13,8 @@ too, and one of them is named when it, and only it, matches.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 from typing import Any
 
@@ -20,9 +22,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from graders import domain
 from graders.ch03_modules.glu import Live, observe, observing
 from graders.compare import close_number, difference, dtype_name, one_torch_thread, show, show_number
-from graders.outcomes import fail, fail_mismatch
+from graders.isolation import StudentRaised
+from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission
 
@@ -93,6 +97,9 @@ def build_setup(config: dict[str, Any], device: str) -> dict[str, Any]:
     model = AmpNet(config.get("frozen_extras", False))
     if config.get("all_frozen"):
         model.requires_grad_(False)
+    if config.get("only_bias"):  # one parameter alone gets a gradient: the last layer's bias
+        model.requires_grad_(False)
+        model.body[4].bias.requires_grad_(True)
     model.to(device)
     held = [p for name, p in model.named_parameters() if not name.startswith("head.")]
     kind = config["optimizer"]
@@ -102,6 +109,8 @@ def build_setup(config: dict[str, Any], device: str) -> dict[str, Any]:
         first = [p for name, p in model.named_parameters() if name.startswith("body.0.")]
         optimizer = torch.optim.SGD([{"params": first, "lr": 0.2}, {"params": [p for p in held if all(
             p is not q for q in first)]}], lr=0.05, momentum=0.9)
+    elif kind == "sgd_plain":
+        optimizer = torch.optim.SGD(held, lr=0.05)
     elif kind == "adam":
         optimizer = torch.optim.Adam(held, lr=1e-3)
     else:
@@ -287,7 +296,7 @@ def _train(live: Live, config: dict[str, Any], device: str) -> None:
 # ==================================================================================================
 def config_label(config: dict[str, Any]) -> str:
     scaler = ", ".join(f"{k}={v!r}" for k, v in config["scaler"].items())
-    optimizer = {"sgd": "SGD(lr=0.05, momentum=0.9)", "adam": "Adam(lr=1e-3)",
+    optimizer = {"sgd": "SGD(lr=0.05, momentum=0.9)", "sgd_plain": "SGD(lr=0.05)", "adam": "Adam(lr=1e-3)",
                  "sgd_groups": "SGD with two parameter groups (the first layer at lr=0.2, the rest at lr=0.05), "
                                "momentum=0.9",
                  "adamw": "AdamW(lr=1e-3, weight_decay=0.1)"}[config["optimizer"]]
@@ -296,6 +305,8 @@ def config_label(config: dict[str, Any]) -> str:
         model += " plus a frozen Linear head the optimizer does not hold and a parameter forward never uses"
     if config.get("all_frozen"):
         model += " with every parameter frozen (inputs require grad)"
+    if config.get("only_bias"):
+        model += " with every parameter frozen but the last layer's bias"
     kwargs = ", ".join(f"{k}={dtype_name(v) if isinstance(v, torch.dtype) else v!r}"
                        for k, v in step_kwargs(config).items())
     extras = []
@@ -305,7 +316,11 @@ def config_label(config: dict[str, Any]) -> str:
                                                      for k, v in config["poison"].items()))
     if config.get("stale"):
         extras.append("old gradients left on every parameter before the first call")
-    return (f"{config['steps']} calls of amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets"
+    if config.get("batch", 8) != 8:
+        extras.append(f"a batch of {config['batch']}")
+    if config.get("target_scale", 1.0) != 1.0:
+        extras.append(f"targets scaled by {config['target_scale']:g} (gradient norms well above 1)")
+    return (f"{config['steps']} call{'s' if config['steps'] != 1 else ''} of amp_train_step(model, optimizer, scaler, loss_fn, inputs, targets"
             f"{', ' + kwargs if kwargs else ''}) with {model}, {optimizer}, GradScaler(device, {scaler}), "
             f"loss_fn = mse_loss" + (f"; {'; '.join(extras)}" if extras else ""))
 
@@ -437,9 +452,10 @@ class _Judgement:
         got, right = self.steps[i], self.expected[i]
         given = f"{self.label}: after call {i + 1}"
         if not got["scaler_used"]:
+            # Not "likely cause": a scaler of one's own and no scaler at all look the same from here.
             fail(f"{given}: the scaler passed in was never used (scaler.scale(...) was not called on it), so its scale "
-                 "never changes\n  likely cause: a GradScaler of your own was made inside the step; use the `scaler` "
-                 "argument: its scale must carry over from one step to the next")
+                 "never changes; use the `scaler` argument (not a GradScaler of your own made inside the step, and "
+                 "not the step without any scaler): its scale must carry over from one step to the next")
         for name, value in right["parameters"].items():
             mine = got["parameters"].get(name)
             if mine is None or not _same(mine, value):
@@ -604,3 +620,279 @@ def zeroes_stale_gradients(student: Submission, device: torch.device) -> None:
                    {"optimizer": "adam", "scaler": {"enabled": False}, "steps": 1, "dtype": torch.bfloat16,
                     "stale": True, "seed": 15}]:
         _judge(student, config, device)
+
+
+# ==================================================================================================
+# Generated set-ups: the specification's domain, drawn (issue 32)
+# ==================================================================================================
+
+OPTIMIZERS = ("sgd", "sgd_plain", "sgd_groups", "adam", "adamw")
+CHUNK = 6  # set-ups per scenario call: each call stays well inside the runner's time limit per request
+
+
+def draw_setup(rng: Any) -> dict[str, Any]:
+    """One set-up the specification allows, from its sentences: any optimizer (parameter groups, momentum or
+    none, Adam's state), a scaler made for the device (enabled with any init_scale, growth and backoff factor and
+    growth interval, or disabled: the usual bfloat16 set-up, and bfloat16 with an enabled scaler too), dtype given
+    or left at its default, max_norm absent, None, 0.0, small, or far above the norm (a no-op), targets that make
+    the norm exceed 1 (so that a clip nobody asked for acts), a scale so large that float16 gradients overflow by
+    themselves, inf/NaN injected on any call, models where some, all or all but one parameter get no gradient,
+    stale gradients, one call or several, a batch of 1 or more."""
+    config: dict[str, Any] = {"optimizer": domain.pick(rng, OPTIMIZERS), "steps": domain.small_int(rng, 1, 4),
+                              "seed": rng.randrange(10 ** 6)}
+    dtype = domain.pick(rng, ["default", "float16", "bfloat16"])
+    if dtype != "default":
+        config["dtype"] = torch.float16 if dtype == "float16" else torch.bfloat16
+    half = dtype != "bfloat16"
+    if rng.random() < (0.15 if half else 0.6):
+        config["scaler"] = {"enabled": False}
+    else:
+        scaler: dict[str, Any] = {"init_scale": 2.0 ** domain.small_int(rng, 0, 34)}
+        if rng.random() < 0.6:
+            scaler["growth_interval"] = domain.small_int(rng, 1, 4)
+        if rng.random() < 0.3:
+            scaler["growth_factor"] = domain.pick(rng, [1.5, 2.0, 4.0])
+        if rng.random() < 0.3:
+            scaler["backoff_factor"] = domain.pick(rng, [0.5, 0.25, 0.125])
+        config["scaler"] = scaler
+    max_norm = domain.pick(rng, ["absent", "none", "zero", "small", "large", "huge"], [4, 1, 1, 3, 2, 1])
+    if max_norm != "absent":
+        config["max_norm"] = {"none": None, "zero": 0.0, "small": round(rng.uniform(0.01, 1.0), 3),
+                              "large": round(rng.uniform(1.0, 20.0), 2), "huge": 1e6}[max_norm]
+    if rng.random() < 0.5:
+        config["target_scale"] = domain.pick(rng, [3.0, 30.0, 100.0])
+    if rng.random() < 0.4:
+        config["batch"] = domain.small_int(rng, 1, 12)
+    model = domain.pick(rng, ["plain", "frozen_extras", "all_frozen", "only_bias"], [5, 2, 1, 2])
+    if model != "plain":
+        config[model] = True
+    if model == "all_frozen":  # an enabled scaler's step asserts that unscale_ saw a gradient: none here
+        config["scaler"] = {"enabled": False}
+    # Stale gradients only where every parameter gets a new one: the specification's "zero the gradients" is
+    # met by zeros and by None alike, which step differently a parameter that gets no gradient.
+    if model == "plain" and rng.random() < 0.35:
+        config["stale"] = True
+    if model != "all_frozen" and rng.random() < 0.35:
+        config["poison"] = {str(step): domain.pick(rng, [float("inf"), float("nan"), -float("inf")])
+                            for step in range(config["steps"]) if rng.random() < 0.5} or {"0": float("inf")}
+        if rng.random() < 0.5:
+            config["poison_bias"] = True
+    return config
+
+
+def setup_size(config: dict[str, Any]) -> tuple[int, int, int]:
+    """Smaller set-ups first: fewer calls, fewer options, a smaller batch."""
+    return config["steps"], len(config) + len(config["scaler"]), config.get("batch", 8)
+
+
+def compact(snap: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot as few tensors (decoding thousands of small tensors is slow): every parameter in one float64
+    vector (exact for float32 values), the optimizer's tensors in another, with the names and keys in order."""
+    parameters = list(snap["parameters"].values())
+    state_keys, state_values, state_numbers = [], [], []
+    for index in sorted(snap["optimizer"], key=int):
+        for key in sorted(snap["optimizer"][index]):
+            value = snap["optimizer"][index][key]
+            state_keys.append(f"{index}.{key}")
+            if isinstance(value, torch.Tensor):
+                state_values.append(value.detach().reshape(-1).to(torch.float64))
+            else:
+                state_numbers.append(float(value))
+    return {"parameters": torch.cat([p.reshape(-1).to(torch.float64) for p in parameters]) if parameters else
+            torch.zeros(0, dtype=torch.float64),
+            "names": list(snap["parameters"]), "state_keys": state_keys,
+            "state": torch.cat(state_values) if state_values else torch.zeros(0, dtype=torch.float64),
+            "state_numbers": state_numbers, "scaler": snap["scaler"], "scaler_used": snap["scaler_used"]}
+
+
+def train_many(student: Any, configs: list[dict[str, Any]], device: str) -> list[dict[str, Any]]:
+    """In the runner: the student's step on every set-up, ``steps`` calls each; after each call what it returned,
+    how often optimizer.step ran and a compact snapshot. Stops at the first set-up whose step raises."""
+    step = student.get("amp_train_step")
+    observed = []
+    for config in configs:
+        setup = build_setup(config, device)
+        kwargs = step_kwargs(config)
+        steps: list[dict[str, Any]] = []
+        entry: dict[str, Any] = {"steps": steps}
+        observed.append(entry)
+        for i in range(config["steps"]):
+            counter = _StepCounter(setup["optimizer"])
+            try:
+                returned = student.run(step, setup["model"], setup["optimizer"], setup["scaler"], setup["loss_fn"],
+                                       setup["inputs"], setup["targets"], **kwargs)
+            except StudentRaised as exc:
+                entry["error"] = dataclasses.asdict(exc.error)
+                entry["error_at"] = i
+                return observed
+            finally:
+                counter.handle.remove()
+            steps.append({"returned": _returned_facts(returned), "optimizer_steps": counter.count,
+                          **compact(snapshot(setup))})
+        entry["probe"] = [{k: v for k, v in call.items()} for call in setup["loss_fn"].calls]
+    return observed
+
+
+@judge_only
+def expected_compact(config: dict[str, Any], device: torch.device, variant: str | None = None) -> list[dict[str, Any]]:
+    return [{"returned": step["returned"], "optimizer_steps": None, **compact(step)}
+            for step in reference_run(config, device, variant)]
+
+
+def _tensor_same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(torch.isclose(a, b, rtol=0, atol=0, equal_nan=True).all())
+
+
+def _numbers_same(a: list[float], b: list[float]) -> bool:
+    return len(a) == len(b) and all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in zip(a, b))
+
+
+def step_difference(config: dict[str, Any], got: dict[str, Any], right: dict[str, Any], i: int) -> str | None:
+    """What differs after call ``i + 1`` (in the student's terms), or None."""
+    facts = got["returned"]
+    if not facts["is_tuple"] or facts["length"] != 3:
+        return f"call {i + 1} returned a {facts['type']}, not a tuple (loss, grad_norm, skipped)"
+    kinds = [item["kind"] for item in facts["items"]]
+    if kinds != ["float", "float", "bool"]:
+        return (f"call {i + 1} returned items of types {', '.join(item['type'] for item in facts['items'])}; "
+                "expected (float, float, bool)")
+    loss, norm, skipped = (item["value"] for item in facts["items"])
+    right_loss, right_norm, right_skipped = right["returned"]
+    if bool(skipped) != right_skipped:
+        return f"call {i + 1} returned skipped={bool(skipped)}; expected skipped={right_skipped}"
+    if not _same_number(loss, right_loss, LOSS_RTOL):
+        return f"call {i + 1} returned loss {show_number(loss)}; expected {show_number(right_loss)}"
+    if not _same_number(norm, right_norm, NORM_RTOL):
+        return (f"call {i + 1} returned grad_norm {show_number(norm)}; expected {show_number(right_norm)} (the total "
+                f"2-norm after unscale_, before clipping, within a relative {NORM_RTOL:g})" if math.isfinite(
+                    right_norm) else f"call {i + 1} returned grad_norm {show_number(norm)}; expected inf or NaN")
+    if not got["scaler_used"]:
+        return f"after call {i + 1} the scaler passed in was never used (scaler.scale(...) was not called on it)"
+    if got["names"] != right["names"] or not _tensor_same(got["parameters"], right["parameters"]):
+        if got["names"] != right["names"] or got["parameters"].shape != right["parameters"].shape:
+            return f"after call {i + 1} the model's parameters are not the ones it had"
+        bad = int((~torch.isclose(got["parameters"], right["parameters"], rtol=0, atol=0, equal_nan=True)
+                   ).nonzero()[0])
+        shapes = [p.shape for p in build_setup(config, "cpu")["model"].parameters()]
+        ends = list(itertools.accumulate(shape.numel() for shape in shapes))
+        index = next(k for k, end in enumerate(ends) if bad < end)
+        start = ends[index] - shapes[index].numel()
+        mine = got["parameters"][start:ends[index]].reshape(shapes[index])
+        value = right["parameters"][start:ends[index]].reshape(shapes[index])
+        return (f"after call {i + 1} parameter {right['names'][index]} differs from the specified step ("
+                + difference(mine, value) + ")")
+    if got["state_keys"] != right["state_keys"]:
+        return (f"after call {i + 1} the optimizer holds state {got['state_keys'][:6]}; the specified step gives "
+                f"{right['state_keys'][:6]}")
+    if not _tensor_same(got["state"], right["state"]) or not _numbers_same(got["state_numbers"],
+                                                                         right["state_numbers"]):
+        return f"after call {i + 1} the optimizer's state differs from the specified step's"
+    if got["scaler"] != right["scaler"]:
+        return (f"after call {i + 1} the scaler holds {_scaler_text(got['scaler'])}; expected "
+                f"{_scaler_text(right['scaler'])}")
+    if right["returned"][2] is False and got["optimizer_steps"] != 1:
+        return f"call {i + 1} ran optimizer.step() {got['optimizer_steps']} times; expected once"
+    return None
+
+
+def setup_difference(config: dict[str, Any], got: dict[str, Any], right: list[dict[str, Any]]) -> str | None:
+    for i, expected in enumerate(right):
+        if i >= len(got["steps"]):
+            return f"call {i + 1} raised"
+        found = step_difference(config, got["steps"][i], expected, i)
+        if found:
+            return found
+    return None
+
+
+@judge_only
+def _generated_cause(failing: list[tuple[dict[str, Any], dict[str, Any]]], device: torch.device) -> str | None:
+    """The one wrong sequence (of VARIANT_CAUSES) that gives the student's observations on every failing set-up
+    tried (at most six), and none other; otherwise None."""
+    causes = None
+    for config, got in failing[:6]:
+        fitting = set()
+        for variant, cause in VARIANT_CAUSES.items():
+            run = expected_compact(config, device, variant)
+            if len(run) == config["steps"] and setup_difference(config, got, run) is None:
+                fitting.add(cause)
+        causes = fitting if causes is None else causes & fitting
+        if not causes:
+            return None
+    return causes.pop() if causes and len(causes) == 1 else None
+
+
+def _observe_setups(student: Submission, configs: list[dict[str, Any]], device: torch.device) -> list[dict[str, Any]]:
+    observed: list[dict[str, Any]] = []
+    for start in range(0, len(configs), CHUNK):
+        chunk = student.scenario(train_many, configs[start:start + CHUNK], str(device))
+        observed.extend(chunk)
+        if chunk and "error" in chunk[-1]:
+            break
+    return observed
+
+
+def judge_setups(student: Submission, configs: list[dict[str, Any]], device: torch.device) -> None:
+    """Every set-up against the specified sequence; the smallest failing one (shrunk) is reported."""
+    observed = _observe_setups(student, configs, device)
+
+    def failing(cases: list[dict[str, Any]], seen: list[dict[str, Any]]) -> list[tuple[dict, dict, str]]:
+        found = []
+        for config, got in zip(cases, seen):
+            if "error" in got:
+                found.append((config, got, "error"))
+                continue
+            text = setup_difference(config, got, expected_compact(config, device))
+            if text:
+                found.append((config, got, text))
+        return found
+
+    bad = failing(configs, observed)
+    if not bad:
+        return
+    errors = [entry for entry in bad if entry[2] == "error"]
+    if errors:  # the run stopped at the first set-up that raised
+        config, got, _ = errors[0]
+        raise StudentCodeError(StudentError(**got["error"])).within(
+            f"{config_label(config)}: call {got['error_at'] + 1}") from None
+    config, got, text = min(bad, key=lambda entry: setup_size(entry[0]))
+
+    def candidates(case: dict[str, Any]) -> list[dict[str, Any]]:
+        smaller = []
+        if case["steps"] > 1:
+            smaller.append({**case, "steps": case["steps"] - 1,
+                            **({"poison": {k: v for k, v in case["poison"].items() if int(k) < case["steps"] - 1}
+                                or {"0": float("inf")}} if "poison" in case else {})})
+        for key in ("stale", "target_scale", "batch", "poison_bias", "frozen_extras"):
+            if key in case:
+                smaller.append({k: v for k, v in case.items() if k != key})
+        for key in ("growth_factor", "backoff_factor", "growth_interval"):
+            if key in case["scaler"]:
+                smaller.append({**case, "scaler": {k: v for k, v in case["scaler"].items() if k != key}})
+        return smaller
+
+    def fails(options: list[dict[str, Any]]) -> list[bool]:
+        seen = _observe_setups(student, options, device)
+        wrong = {id(entry[0]) for entry in failing(options[:len(seen)], seen)}
+        return [id(option) in wrong for option in options]
+
+    shrunk = domain.shrink(config, candidates, fails, rounds=6)
+    if shrunk is not config:
+        got = _observe_setups(student, [shrunk], device)[0]
+        if "error" in got:
+            raise StudentCodeError(StudentError(**got["error"])).within(
+                f"{config_label(shrunk)}: call {got['error_at'] + 1}") from None
+        text = setup_difference(shrunk, got, expected_compact(shrunk, device)) or text
+        config = shrunk
+    cause = _generated_cause([(config, got)] + [(c, g) for c, g, _ in bad if c is not config][:5], device)
+    fail(f"amp_train_step differs from the specified sequence on a generated set-up ({len(bad)} of {len(configs)} "
+         f"drawn set-ups fail; the smallest):\n  given: {config_label(config)}\n  {text}"
+         + (f"\n  likely cause: {cause}" if cause else ""))
+
+
+@AMP_TRAIN_STEP.check(points=2)
+def generated_setups(student: Submission, device: torch.device) -> None:
+    """Drawn set-ups over the whole domain (optimizers, scalers, dtypes, max_norm, frozen parameters, overflow,
+    stale gradients): after every call, what it returned and every parameter, optimizer state and scale."""
+    configs = domain.draw(draw_setup, 30, size=setup_size)
+    judge_setups(student, configs, device)

@@ -11,7 +11,9 @@ student's ``total_grad_norm`` however they were imported, since it looks for the
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -21,9 +23,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from graders.ch03_modules.glu import Live, observe, observing
+from graders import domain
+from graders.ch03_modules.glu import Live, Seen, observe, observing
 from graders.compare import close_number, difference, dtype_name, one_torch_thread, show, show_number
-from graders.outcomes import fail, fail_mismatch
+from graders.outcomes import CheckFailed, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
@@ -91,12 +94,29 @@ def _result_facts(value: Any) -> dict[str, Any]:
     return facts
 
 
+def laid_out(grad: torch.Tensor, layout: str) -> torch.Tensor:
+    """``grad``'s values in the memory layout named: contiguous, transposed, a view at a storage offset, or every
+    other element of a larger tensor (strided)."""
+    if layout == "transposed" and grad.dim() >= 2:
+        return grad.transpose(0, 1).contiguous().transpose(0, 1)
+    if layout == "offset":
+        storage = torch.full((grad.numel() + 3,), 7.0, dtype=grad.dtype, device=grad.device)
+        storage[3:] = grad.reshape(-1)
+        return storage[3:].view(grad.shape)
+    if layout == "strided":
+        wide = torch.full((*grad.shape, 2), 7.0, dtype=grad.dtype, device=grad.device)
+        wide[..., 0] = grad
+        return wide[..., 0]
+    return grad.clone()
+
+
 def _leaves(case: dict[str, Any], device: str) -> list[torch.Tensor]:
     leaves = []
-    for value, grad, requires_grad in zip(case["values"], case["grads"], case["requires_grad"]):
+    layouts = case.get("layouts") or ["contiguous"] * len(case["grads"])
+    for value, grad, requires_grad, layout in zip(case["values"], case["grads"], case["requires_grad"], layouts):
         leaf = value.clone().to(device).requires_grad_(requires_grad)
         if grad is not None:
-            leaf.grad = grad.clone().to(device)
+            leaf.grad = laid_out(grad.to(device), layout)
         leaves.append(leaf)
     return leaves
 
@@ -147,21 +167,28 @@ def _norms(live: Live, cases: list[dict[str, Any]], device: str) -> None:
 # total_grad_norm, in the judge
 # ==================================================================================================
 def _case(grads: Sequence[torch.Tensor | None], *, form: str = "list", norm_type: Any = None,
-          requires_grad: Sequence[bool] | None = None, values: Sequence[torch.Tensor] | None = None) -> dict[str, Any]:
+          requires_grad: Sequence[bool] | None = None, values: Sequence[torch.Tensor] | None = None,
+          layouts: Sequence[str] | None = None) -> dict[str, Any]:
     if values is None:
         values = [torch.randn(g.shape, dtype=torch.float64).to(g.dtype) if g is not None else torch.randn(3)
                   for g in grads]
     requires_grad = list(requires_grad) if requires_grad is not None else [True] * len(grads)
+    layouts = list(layouts) if layouts is not None else ["contiguous"] * len(grads)
     pieces = []
-    for value, grad, needs in zip(values, grads, requires_grad):
+    for value, grad, needs, layout in zip(values, grads, requires_grad, layouts):
         grad_text = "no grad" if grad is None else f"grad {tuple(grad.shape)} {dtype_name(grad.dtype)}"
+        if grad is not None and layout != "contiguous":
+            grad_text += {"transposed": " non-contiguous (transposed)", "offset": " at a storage offset",
+                          "strided": " non-contiguous (every other element)"}[layout]
+        if grad is not None and 0 < grad.numel() <= 6:
+            grad_text += " " + show(grad.reshape(-1))
         pieces.append(f"({grad_text}{'' if needs else ', requires_grad=False'})")
     shown = {"tensor": "a single tensor {}", "tuple": "a tuple of {}", "generator": "a generator over {}",
              "module.parameters()": "module.parameters() over {}", "dict.values()": "dict.values() of {}"
              }.get(form, "a list of {}").format(", ".join(pieces) if pieces else "no tensors")
     label = f"total_grad_norm({shown}" + ("" if norm_type is None else f", norm_type={norm_type!r}") + ")"
     return {"values": list(values), "grads": list(grads), "requires_grad": requires_grad, "form": form,
-            "norm_type": norm_type, "label": label}
+            "norm_type": norm_type, "label": label, "layouts": layouts}
 
 
 @judge_only
@@ -362,7 +389,9 @@ class Block(nn.Module):
 
 def build_model(kind: str, dtype: torch.dtype = torch.float32) -> nn.Module:
     """The models the checks initialise; random starting values come from a fixed seed (the judge and the
-    runner build the same numbers)."""
+    runner build the same numbers). A kind ("random", seed) is a drawn model (:func:`random_model`)."""
+    if isinstance(kind, tuple):
+        return random_model(kind[1])[0].to(dtype)
     torch.manual_seed(1234)
     if kind == "mlp":
         model = nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 7), nn.Tanh(), nn.Linear(7, 3))
@@ -391,6 +420,9 @@ def build_model(kind: str, dtype: torch.dtype = torch.float32) -> nn.Module:
 
 
 def model_label(kind: str, dtype: torch.dtype = torch.float32) -> str:
+    if isinstance(kind, tuple):
+        text = random_model(kind[1])[1]
+        return text if dtype == torch.float32 else f"{text}, in {dtype_name(dtype)}"
     text = {"mlp": "Sequential(Linear(5, 7), ReLU(), Linear(7, 7), Tanh(), Linear(7, 3))",
             "linear": "Linear(4, 6, bias=False) (the model is itself a Linear)",
             "nested": "Sequential(Sequential(Linear(3, 4), ReLU()), Sequential(Linear(4, 4, bias=False)), "
@@ -828,3 +860,394 @@ def grad_norm_study_returns_floats(student: Submission, device: torch.device) ->
         seen = study.run(student, device)
         _judge_norm_lists(study, _judge_shape(study, seen), device)
 
+
+
+# ==================================================================================================
+# Generated cases: the specification's domain, drawn (issue 32)
+# ==================================================================================================
+NORM_TYPES = (None, 1, 1.0, 1.5, 2, 2.0, 3, 3.5, 7.0, float("inf"))
+FORMS = ("list", "tuple", "generator", "tensor", "module.parameters()", "dict.values()")
+LAYOUTS = ("contiguous", "transposed", "offset", "strided")
+
+
+def draw_norm_case(rng: Any) -> dict[str, Any]:
+    """total_grad_norm's domain: a tensor or any iterable (list, tuple, generator, module.parameters(),
+    dict.values()) of 0 to 6 tensors of any shape (0-dim, empty, up to 3 dimensions), float32 or float64 (mixed),
+    some without .grad, some frozen with one, gradients contiguous, transposed, at a storage offset or strided,
+    small, large or zero, with NaN or inf entries; norm_type left out, an int or a float >= 1, or inf. Magnitudes
+    stay where float32 represents |g| ** norm_type (the specification's tolerance is for that arithmetic)."""
+    norm_type = domain.pick(rng, NORM_TYPES)
+    p = 2.0 if norm_type is None else float(norm_type)
+    form = domain.pick(rng, FORMS)
+    count = 1 if form == "tensor" else domain.small_int(rng, 0, 6)
+    generator = torch.Generator().manual_seed(rng.randrange(2 ** 31))
+    grads, values, requires_grad, layouts = [], [], [], []
+    for _ in range(count):
+        dims = domain.small_int(rng, 0, 3)
+        shape = tuple(domain.small_int(rng, 1 if math.isinf(p) else 0, 4) for _ in range(dims))
+        dtype = domain.pick(rng, [torch.float32, torch.float64], [3, 1])
+        values.append(torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype))
+        requires_grad.append(rng.random() < 0.85)
+        layouts.append(domain.pick(rng, LAYOUTS, [4, 1, 1, 1]))
+        if rng.random() < 0.25:
+            grads.append(None)
+            continue
+        scales = [1e-2, 1.0, 50.0] if p > 4 else [1e-3, 1.0, 50.0, 1e4]
+        grad = torch.randn(shape, generator=generator, dtype=torch.float64) * domain.pick(rng, scales)
+        if rng.random() < 0.05:
+            grad = torch.zeros(shape, dtype=torch.float64)
+        if grad.numel() and rng.random() < 0.12:
+            grad.view(-1)[rng.randrange(grad.numel())] = domain.pick(rng, [math.nan, math.inf, -math.inf])
+        grads.append(grad.to(dtype))
+    return _case(grads, form=form, norm_type=norm_type, requires_grad=requires_grad, values=values, layouts=layouts)
+
+
+def norm_case_size(case: dict[str, Any]) -> tuple[int, int]:
+    return len(case["grads"]), sum(g.numel() for g in case["grads"] if g is not None)
+
+
+def _flat(tensors: list[Any]) -> torch.Tensor:
+    """Tensors as one float64 vector (exact for float32 and float64 values): decoding one tensor is far cheaper
+    than decoding hundreds."""
+    pieces = [t.detach().reshape(-1).to("cpu", torch.float64) for t in tensors if isinstance(t, torch.Tensor)]
+    return torch.cat(pieces) if pieces else torch.zeros(0, dtype=torch.float64)
+
+
+def _layout_of(tensors: list[Any]) -> list[Any]:
+    return [None if not isinstance(t, torch.Tensor) else [list(t.shape), dtype_name(t.dtype)] for t in tensors]
+
+
+@observing
+def _norms_compact(live: Live, cases: list[dict[str, Any]], device: str) -> None:
+    """_norms for many cases, the gradients afterwards of every case in one vector."""
+    total_grad_norm = live.student.get("total_grad_norm")
+    after: list[Any] = []
+    live.seen["results"], live.seen["helpers"], live.seen["replaced"], live.seen["layouts"] = [], [], [], []
+    for case in cases:
+        leaves = _leaves(case, device)
+        grads_before = [leaf.grad for leaf in leaves]
+        parameters = _passed_as(leaves, case["form"])
+        args = (parameters,) if case["norm_type"] is None else (parameters, case["norm_type"])
+        watch = _NormHelpersWatch()
+        try:
+            with watch:
+                result = live.run(case["label"], total_grad_norm, *args)
+        finally:
+            live.seen["helpers"].append(watch.used)
+        live.seen["results"].append(_result_facts(result))
+        grads_after = [leaf.grad for leaf in leaves]
+        live.seen["replaced"].append([a is not b for a, b in zip(grads_after, grads_before)])
+        live.seen["layouts"].append(_layout_of(grads_after))
+        after.extend(grads_after)
+    live.seen["grads_after"] = _flat(after)
+
+
+def _norm_case_fails(seen: Any, i: int, case: dict[str, Any], offset: int) -> bool:
+    """Whether case ``i`` (its gradients at ``offset`` in the vector of all gradients afterwards) went wrong."""
+    if i >= len(seen.get("results", [])):
+        return True
+    facts = seen["results"][i]
+    if seen["helpers"][i] or not facts["is_float"] or not _close_number(facts["value"], _expected_norm(case)):
+        return True
+    if any(seen["replaced"][i]) or seen["layouts"][i] != _layout_of(case["grads"]):
+        return True
+    sent = _flat(case["grads"])
+    return not bool(torch.isclose(seen["grads_after"][offset:offset + len(sent)], sent, rtol=0, atol=0,
+                                  equal_nan=True).all())
+
+
+def observe_in_chunks(student: Submission, scenario: Any, cases: list[Any], chunk: int, *args: Any) -> Seen:
+    """One observing scenario over ``cases`` in calls of ``chunk`` cases each (so that no call nears the runner's
+    time limit per request), merged: lists joined, tensors concatenated; stops after a call whose code raised."""
+    merged: dict[str, Any] = {}
+    for start in range(0, len(cases), chunk):
+        part = student.scenario(scenario, cases[start:start + chunk], *args)
+        for key, value in part.items():
+            if key not in merged:
+                merged[key] = value
+            elif isinstance(value, list):
+                merged[key] = merged[key] + value
+            elif isinstance(value, torch.Tensor):
+                merged[key] = torch.cat([merged[key], value])
+            else:
+                merged[key] = value
+        if "error" in part:
+            break
+    return Seen(merged)
+
+
+@GRADIENT_NORM_STUDY.check(points=1)
+def total_grad_norm_generated(student: Submission, device: torch.device) -> None:
+    """Drawn cases over total_grad_norm's whole domain: the norm, a float, gradients left as they were."""
+    cases = domain.draw(draw_norm_case, 160, size=norm_case_size)
+    seen = observe_in_chunks(student, _norms_compact, cases, 40, str(device))
+    offsets = list(itertools.accumulate([0] + [_flat(case["grads"]).numel() for case in cases]))
+    failing = [i for i, case in enumerate(cases) if _norm_case_fails(seen, i, case, offsets[i])]
+    if not failing:
+        return
+    i = min(failing, key=lambda k: norm_case_size(cases[k]))
+    if i >= len(seen["results"]):  # the run stopped at the case that raised: the first that failed
+        seen.raise_error()
+    # The smallest failing case again, observed in full, and judged as the hand-written cases are.
+    case = cases[i]
+    again = observe(student, _norms, [case], str(device))
+    facts = again["0.result"]
+    if again["0.helpers"] or not facts["is_float"]:
+        _judge_norm(again, 0, case)
+    got, expected = facts["value"], _expected_norm(case)
+    summary = f"{len(failing)} of {len(cases)} drawn cases fail; the smallest"
+    if not _close_number(got, expected):
+        # A cause only when the same known mistake explains every failing value.
+        wrong = [k for k in failing if k < len(seen["results"]) and seen["results"][k]["is_float"]
+                 and not _close_number(seen["results"][k]["value"], _expected_norm(cases[k]))]
+        causes = {_norm_cause(cases[k], seen["results"][k]["value"], _expected_norm(cases[k])) for k in wrong}
+        fail_mismatch(f"total_grad_norm is not the norm of all gradients together ({summary})", given=case["label"],
+                      expected=f"{show_number(expected)} (get_total_norm over the gradients, within a relative "
+                               f"{NORM_RTOL:g})", got=show_number(got),
+                      cause=causes.pop() if len(causes) == 1 and None not in causes else None)
+    replaced = [j for j, r in enumerate(again["0.grads_replaced"]) if r]
+    if replaced:
+        fail(f"{case['label']} replaced the .grad of tensor {replaced[0]} with another tensor; it must leave every "
+             f".grad as it was ({summary})")
+    fail(f"{case['label']} changed the values of a gradient; it must only read them ({summary})")
+
+
+# --------------------------------------------------------------------------------------------------
+# init_weights_ on drawn models
+# --------------------------------------------------------------------------------------------------
+class Holder(nn.Module):
+    """A plain module whose children are attributes (not a Sequential)."""
+
+
+def _random_module(rng: Any, depth: int, linears: list[nn.Linear], parts: list[str]) -> nn.Module:
+    kinds = ["linear", "linear", "scaled", "gated", "conv", "norm", "embedding", "batchnorm", "bilinear"]
+    if depth < 3:
+        kinds += ["sequential", "sequential", "modulelist", "moduledict", "holder"]
+    if linears:
+        kinds.append("shared")
+    kind = domain.pick(rng, kinds)
+    a, b = rng.randint(1, 6), rng.randint(1, 6)
+    bias = rng.random() < 0.75
+    if kind == "linear":
+        module = nn.Linear(a, b, bias=bias)
+        parts.append(f"Linear({a}, {b}{'' if bias else ', bias=False'})")
+    elif kind == "scaled":
+        module = ScaledLinear(a, b, bias=bias)
+        parts.append(f"ScaledLinear({a}, {b}{'' if bias else ', bias=False'}) (a Linear subclass)")
+    elif kind == "gated":
+        module = GatedLinear(a, b)
+        parts.append(f"GatedLinear({a}, {b}) (a Linear holding a Linear `gate`)")
+    elif kind == "conv":
+        module = nn.Conv1d(a, b, 2)
+        parts.append(f"Conv1d({a}, {b}, 2)")
+    elif kind == "norm":
+        module = nn.LayerNorm(a)
+        parts.append(f"LayerNorm({a})")
+    elif kind == "embedding":
+        module = nn.Embedding(a + 1, b)
+        parts.append(f"Embedding({a + 1}, {b})")
+    elif kind == "batchnorm":
+        module = nn.BatchNorm1d(a)
+        parts.append(f"BatchNorm1d({a})")
+    elif kind == "bilinear":
+        module = nn.Bilinear(a, a, b)
+        parts.append(f"Bilinear({a}, {a}, {b}) (not a Linear)")
+    elif kind == "shared":
+        index = rng.randrange(len(linears))
+        parts.append(f"<the Linear #{index + 1} again (shared)>")
+        return linears[index]
+    else:
+        count = domain.small_int(rng, 0 if kind != "sequential" else 1, 3)
+        parts.append({"sequential": "Sequential(", "modulelist": "ModuleList([", "moduledict": "ModuleDict({",
+                      "holder": "Module("}[kind])
+        children = []
+        for k in range(count):
+            if k:
+                parts.append(", ")
+            children.append(_random_module(rng, depth + 1, linears, parts))
+        parts.append({"sequential": ")", "modulelist": "])", "moduledict": "})", "holder": ")"}[kind])
+        if kind == "sequential":
+            return nn.Sequential(*children)
+        if kind == "modulelist":
+            return nn.ModuleList(children)
+        if kind == "moduledict":
+            return nn.ModuleDict({f"m{k}": child for k, child in enumerate(children)})
+        holder = Holder()
+        for k, child in enumerate(children):
+            setattr(holder, f"part{k}", child)
+        return holder
+    if isinstance(module, nn.Linear):
+        linears.append(module)
+        parts[-1] = f"{parts[-1]} #{len(linears)}"
+    if isinstance(module, GatedLinear):
+        linears.append(module.gate)
+    return module
+
+
+def random_model(seed: int) -> tuple[nn.Module, str]:
+    """A model drawn from ``seed`` (the same on both sides): Linears, Linear subclasses (one holding another),
+    other modules with parameters, containers nested up to three deep, a Linear shared by two parents."""
+    rng = random.Random(seed)
+    parts: list[str] = []
+    torch.manual_seed(seed % 2 ** 31)
+    model = _random_module(rng, 0, [], parts)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn(parameter.shape))
+    return model, "".join(parts)
+
+
+def draw_init_case(rng: Any) -> dict[str, Any]:
+    """init_weights_'s domain: a drawn model, any of the three schemes, a generator with any seed or none (the
+    global generator, seeded), float32 or float64."""
+    model = ("random", rng.randrange(10 ** 9))
+    scheme = domain.pick(rng, SCHEMES)
+    seed = None if rng.random() < 0.2 else rng.randrange(2 ** 40)
+    dtype = domain.pick(rng, [torch.float32, torch.float64], [3, 1])
+    return _init_case(model, scheme, seed=seed, dtype=dtype, global_seed=rng.randrange(10 ** 6))
+
+
+def init_case_size(case: dict[str, Any]) -> tuple[int, int]:
+    model = build_model(case["model"], case["dtype"])
+    return len(list(model.modules())), sum(p.numel() for p in model.parameters())
+
+
+@observing
+def _initialise_compact(live: Live, cases: list[dict[str, Any]]) -> None:
+    """_initialise for many cases, each model's parameters afterwards as one vector."""
+    init_weights_ = live.student.get("init_weights_")
+    for key in ("returned_model", "replaced", "names", "layouts", "parameters"):
+        live.seen[key] = []
+    for case in cases:
+        model = build_model(case["model"], case["dtype"])
+        identities = {name: id(p) for name, p in model.named_parameters(remove_duplicate=False)}
+        args: list[Any] = [model, case["scheme"]]
+        if case["seed"] is not None:
+            args.append(torch.Generator().manual_seed(case["seed"]))
+        else:
+            torch.manual_seed(case["global_seed"])
+        result = live.run(case["label"], init_weights_, *args)
+        named = list(model.named_parameters(remove_duplicate=False))
+        live.seen["returned_model"].append(result is model)
+        live.seen["replaced"].append(any(identities.get(name) != id(p) for name, p in named))
+        live.seen["names"].append([name for name, _ in named])
+        live.seen["layouts"].append(_layout_of([p for _, p in named]))
+        live.seen["parameters"].append(_flat([p for _, p in named]))
+
+
+def _init_case_fails(seen: Any, i: int, case: dict[str, Any]) -> bool:
+    if i >= len(seen.get("parameters", [])) or not seen["returned_model"][i] or seen["replaced"][i]:
+        return True
+    expected = _expected_init(case)
+    values = list(expected.values())
+    return (seen["names"][i] != list(expected) or seen["layouts"][i] != _layout_of(values)
+            or not torch.equal(seen["parameters"][i], _flat(values)))
+
+
+@GRADIENT_NORM_STUDY.check(points=1)
+def init_weights_generated(student: Submission, device: torch.device) -> None:
+    """Drawn models (nested containers, Linear subclasses, shared Linears, other modules), schemes, generators and
+    dtypes: every parameter exactly as the nn.init calls in model.modules() order leave it."""
+    cases = domain.draw(draw_init_case, 30, size=init_case_size)
+    seen = observe_in_chunks(student, _initialise_compact, cases, 10)
+    failing = [i for i, case in enumerate(cases) if _init_case_fails(seen, i, case)]
+    if not failing:
+        return
+    i = min(failing, key=lambda k: init_case_size(cases[k]))
+    if i >= len(seen["parameters"]):  # the run stopped at the case that raised: the first that failed
+        seen.raise_error()
+    # The smallest failing case again, observed in full and judged as the hand-written cases are.
+    _judge_init(student, [cases[i]], what=f"init_weights_ on a drawn model ({len(failing)} of {len(cases)} drawn "
+                                          "cases fail; the smallest)")
+    fail(f"{cases[i]['label']} gave other parameters than the nn.init calls (a grader error if this shows; please "
+         "report it)")
+
+
+# --------------------------------------------------------------------------------------------------
+# grad_norm_study on drawn studies
+# --------------------------------------------------------------------------------------------------
+def draw_study(rng: Any) -> dict[str, Any]:
+    """grad_norm_study's domain: an MLP of 1 to 3 Linears (ReLU or Tanh), 1 to 40 samples, float32 or float64,
+    schemes left out or any order and subset (list or tuple), and each keyword left at its default or given: a
+    batch size that divides the data or not, larger than it or 1, epochs (the default 50 where a run is cheap),
+    lr, max_norm tiny (every step clipped), moderate or far above the norms, and any seed."""
+    sizes = [rng.randint(1, 5) for _ in range(domain.small_int(rng, 2, 4))]
+    kwargs: dict[str, Any] = {}
+    if rng.random() < 0.3:  # epochs and batch_size at their defaults (50, 32): one scheme, one batch per epoch
+        n = domain.small_int(rng, 1, 32)
+        schemes: Any = domain.pick(rng, [[scheme] for scheme in SCHEMES] + [(scheme,) for scheme in SCHEMES])
+    else:
+        n = domain.small_int(rng, 1, 40)
+        schemes = None
+        if rng.random() < 0.6:
+            chosen = rng.sample(list(SCHEMES), rng.randint(1, 3))
+            schemes = tuple(chosen) if rng.random() < 0.5 else chosen
+        kwargs["batch_size"] = domain.pick(rng, [1, rng.randint(1, 12), n, n + rng.randint(1, 5), 32, 33])
+        if kwargs["batch_size"] == 32 and rng.random() < 0.5:
+            del kwargs["batch_size"]  # the default, on data that may be larger than one batch
+        per_epoch = math.ceil(n / kwargs.get("batch_size", 32))
+        kwargs["epochs"] = domain.small_int(rng, 1, 3 if per_epoch <= 4 else 1)
+    if rng.random() < 0.6:
+        kwargs["lr"] = domain.pick(rng, [0.001, 0.05, 0.2])
+    if rng.random() < 0.6:
+        kwargs["max_norm"] = domain.pick(rng, [1e-3, 0.3, 1e6])
+    if rng.random() < 0.6:
+        kwargs["seed"] = rng.randrange(2 ** 31)
+    return {"sizes": sizes, "n": n, "dtype": domain.pick(rng, [torch.float32, torch.float64]), "schemes": schemes,
+            "activation": domain.pick(rng, ["relu", "tanh"]), "kwargs": kwargs, "data_seed": rng.randrange(10 ** 6)}
+
+
+def study_cost(description: dict[str, Any]) -> int:
+    kwargs = description["kwargs"]
+    count = len(description["schemes"]) if description["schemes"] is not None else 3
+    return count * kwargs.get("epochs", 50) * math.ceil(description["n"] / kwargs.get("batch_size", 32))
+
+
+def make_study(description: dict[str, Any]) -> "_Study":
+    torch.manual_seed(description["data_seed"])
+    return _Study(description["sizes"], description["n"], description["dtype"], description["schemes"],
+                  description["activation"], **description["kwargs"])
+
+
+def _run_studies(student: Any, studies: list[tuple[Any, ...]], device: str) -> list[dict[str, Any]]:
+    """In the runner: _run_study on each study in turn; stops after the first whose call raised."""
+    seen = []
+    for args in studies:
+        seen.append(_run_study(student, *args, device))
+        seen[-1].pop("finals", None)  # not judged here; decoding them would cost more than the study
+        if "error" in seen[-1]:
+            break
+    return seen
+
+
+def _study_fails(study: "_Study", seen: Any, device: torch.device) -> bool:
+    try:
+        _judge_norm_lists(study, _judge_shape(study, seen), device)
+    except CheckFailed:
+        return True
+    return False
+
+
+@GRADIENT_NORM_STUDY.check(points=1)
+def grad_norm_study_generated(student: Submission, device: torch.device) -> None:
+    """Drawn studies (model sizes, data sizes, dtypes, schemes in any order and subset, every keyword given or left
+    at its default): the dict, its keys in order and every recorded norm."""
+    descriptions = domain.draw(draw_study, 5, size=study_cost)
+    studies = [make_study(d) for d in descriptions]
+    arguments = [(s.sizes, s.activation, s.inputs, s.targets, list(s.schemes) if s.schemes is not None else None,
+                  s.kwargs) for s in studies]
+    seen: list[Seen] = []
+    for argument in arguments:  # one call each: a study trains for up to a few hundred steps
+        seen.extend(Seen(data) for data in student.scenario(_run_studies, [argument], str(device)))
+        if "error" in seen[-1].data:
+            break
+    failing = [k for k, study in enumerate(studies) if k >= len(seen) or "error" in seen[k].data
+               or _study_fails(study, seen[k], device)]
+    if not failing:
+        return
+    for got in seen:  # the run stopped at the study whose code raised
+        got.raise_error()
+    k = min(failing, key=lambda j: (study_cost(descriptions[j]), descriptions[j]["n"]))
+    study = studies[k]
+    study.label += f" ({len(failing)} of {len(studies)} drawn studies fail; the smallest)"
+    _judge_norm_lists(study, _judge_shape(study, seen[k]), device)

@@ -2,8 +2,8 @@
 import torch
 
 EXPECT_FAIL = {
-    'matches_reference_step': 'a GradScaler of your own was made',
-    'skips_overflowing_step': 'a GradScaler of your own was made',
+    'matches_reference_step': 'not a GradScaler of your own made inside the step',
+    'skips_overflowing_step': 'not a GradScaler of your own made inside the step',
 }
 
 
