@@ -1290,6 +1290,12 @@ check("glu", globals(), "init_like_linear", "any_leading_dims", "no_bias")
 check("glu", globals(), "to_device_and_double", "gradients_reach_parameters")
 ### END HIDDEN TESTS
 
+# %% nbgrader=test id=glu_hidden_generated points=3
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("glu", globals(), "generated_forward", "generated_gradients", "generated_init")
+### END HIDDEN TESTS
+
 # %% [markdown] nbgrader=readonly id=running_norm_task
 # ## Exercise 2 · `running_norm` (9 points)
 #
@@ -1346,6 +1352,12 @@ check("running_norm", globals(), "momentum_and_eps", "momentum_none_cumulative",
 # Hidden tests: more checks run here when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 check("running_norm", globals(), "buffers_hold_no_history", "input_gradient_matches_batchnorm", "computes_statistics_itself")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=running_norm_hidden_generated points=1
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("running_norm", globals(), "generated_runs")
 ### END HIDDEN TESTS
 
 # %% [markdown]

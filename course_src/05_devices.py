@@ -1387,6 +1387,12 @@ check("move_to", globals(), "keeps_container_types")
 check("move_to", globals(), "same_tensor_when_already_there", "passes_non_blocking", "input_not_modified")
 ### END HIDDEN TESTS
 
+# %% nbgrader=test id=move_to_hidden_generated points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("move_to", globals(), "generated_structures")
+### END HIDDEN TESTS
+
 # %% [markdown] nbgrader=readonly id=positional_encoding_task
 # ## Exercise 2 · `positional_encoding` (9 points)
 #
@@ -1439,6 +1445,12 @@ check("positional_encoding", globals(), "buffer_not_parameter", "rejects_bad_arg
 # Hidden tests: more checks run here when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 check("positional_encoding", globals(), "stays_on_device", "no_host_sync", "rejects_bad_input")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=positional_encoding_hidden_generated points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("positional_encoding", globals(), "generated_modules_and_inputs")
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader=readonly id=find_max_batch_size_task

@@ -1012,6 +1012,12 @@ check("gradient_norm_study", globals(), "grad_norm_study_norms")
 check("gradient_norm_study", globals(), "grad_norm_study_before_clipping", "grad_norm_study_trains_as_specified", "grad_norm_study_returns_floats")
 ### END HIDDEN TESTS
 
+# %% nbgrader=test id=gradient_norm_study_hidden_generated points=3
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("gradient_norm_study", globals(), "total_grad_norm_generated", "init_weights_generated", "grad_norm_study_generated")
+### END HIDDEN TESTS
+
 # %% [markdown] nbgrader=readonly id=amp_train_step_task
 # ## Exercise 2 · `amp_train_step` (9 points)
 #
@@ -1065,6 +1071,12 @@ check("amp_train_step", globals(), "skips_overflowing_step", "disabled_scaler_ne
 # Hidden tests: more checks run here when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 check("amp_train_step", globals(), "clips_after_unscaling", "autocast_forward_only", "zeroes_stale_gradients")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=amp_train_step_hidden_generated points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("amp_train_step", globals(), "generated_setups")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -1033,6 +1033,12 @@ check("checkpoint", globals(), "failed_save_keeps_the_previous_file")
 check("checkpoint", globals(), "saves_through_a_temporary_file", "creates_parent_directories")
 ### END HIDDEN TESTS
 
+# %% nbgrader=test id=checkpoint_hidden_generated points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("checkpoint", globals(), "round_trips_on_generated_setups")
+### END HIDDEN TESTS
+
 # %% [markdown] nbgrader=readonly id=checkpoint_files_task
 # ## Exercise 2 · `checkpoint_files` (8 points)
 #
@@ -1096,6 +1102,12 @@ check("checkpoint_files", globals(), "rotate_keeps_the_newest", "rotate_missing_
 # Hidden tests: more checks run here when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 check("checkpoint_files", globals(), "rotate_leaves_other_files_alone")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=checkpoint_files_hidden_generated points=3
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("checkpoint_files", globals(), "latest_on_generated_directories", "rotate_on_generated_directories")
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -1096,6 +1096,12 @@ check("average_gradients", globals(), "averages_on_two_ranks", "skips_parameters
 check("average_gradients", globals(), "averages_on_three_ranks", "averages_within_a_group")
 ### END HIDDEN TESTS
 
+# %% nbgrader=test id=average_gradients_hidden_generated points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("average_gradients", globals(), "averages_generated_models")
+### END HIDDEN TESTS
+
 # %% [markdown] nbgrader=readonly id=ddp_accumulation_task
 # ## Exercise 3 · `ddp_accumulation` (8 points)
 #
@@ -1140,6 +1146,12 @@ check("ddp_accumulation", globals(), "matches_single_process_training", "all_red
 # Hidden tests: more checks run here when your notebook is graded.
 ### BEGIN HIDDEN TESTS
 check("ddp_accumulation", globals(), "clears_leftover_gradients")
+### END HIDDEN TESTS
+
+# %% nbgrader=test id=ddp_accumulation_hidden_generated points=2
+# Hidden tests: more checks run here when your notebook is graded.
+### BEGIN HIDDEN TESTS
+check("ddp_accumulation", globals(), "matches_on_generated_cases")
 ### END HIDDEN TESTS
 
 # %% nbgrader=test id=ddp_accumulation_rules_checks points=2
