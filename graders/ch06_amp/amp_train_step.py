@@ -155,6 +155,16 @@ def snapshot(setup: dict[str, Any]) -> dict[str, Any]:
             "scaler_used": not scaler.is_enabled() or getattr(scaler, "_scale", None) is not None}
 
 
+def _step_hooks(optimizer: torch.optim.Optimizer) -> int:
+    """The step hooks on ``optimizer`` and on every optimizer (a step hook the student registers and leaves behind
+    runs again at every later step: it leaks, and may act)."""
+    from torch.optim import optimizer as module
+
+    return (len(optimizer._optimizer_step_pre_hooks) + len(optimizer._optimizer_step_post_hooks)
+            + len(getattr(module, "_global_optimizer_pre_hooks", {}))
+            + len(getattr(module, "_global_optimizer_post_hooks", {})))
+
+
 class _StepCounter:
     def __init__(self, optimizer: torch.optim.Optimizer) -> None:
         self.count = 0
@@ -717,6 +727,7 @@ def train_many(student: Any, configs: list[dict[str, Any]], device: str) -> list
         entry: dict[str, Any] = {"steps": steps}
         observed.append(entry)
         for i in range(config["steps"]):
+            hooks_before = _step_hooks(setup["optimizer"])
             counter = _StepCounter(setup["optimizer"])
             try:
                 returned = student.run(step, setup["model"], setup["optimizer"], setup["scaler"], setup["loss_fn"],
@@ -728,7 +739,7 @@ def train_many(student: Any, configs: list[dict[str, Any]], device: str) -> list
             finally:
                 counter.handle.remove()
             steps.append({"returned": _returned_facts(returned), "optimizer_steps": counter.count,
-                          **compact(snapshot(setup))})
+                          "hooks_left": _step_hooks(setup["optimizer"]) - hooks_before, **compact(snapshot(setup))})
         entry["probe"] = [{k: v for k, v in call.items()} for call in setup["loss_fn"].calls]
     return observed
 
@@ -792,6 +803,10 @@ def step_difference(config: dict[str, Any], got: dict[str, Any], right: dict[str
                 f"{_scaler_text(right['scaler'])}")
     if right["returned"][2] is False and got["optimizer_steps"] != 1:
         return f"call {i + 1} ran optimizer.step() {got['optimizer_steps']} times; expected once"
+    if got.get("hooks_left", 0) > 0:
+        return (f"after call {i + 1} the optimizer has {got['hooks_left']} more step hook(s) than before the call "
+                "(a hook registered in the step and never removed runs at every later step: keep its handle and "
+                "call handle.remove(), in a finally)")
     return None
 
 
