@@ -37,9 +37,8 @@ student-edition: setup
 
 ## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
 ## (the instructor notebooks, whose answers import the reference, with processes started by spawn as on
-## macOS and Windows, on another CPU's code paths: AVX2, two threads), each chapter also executed once more on
-## ATen's scalar kernels with one thread (tests/test_notebook_numerics.py: a committed output must reproduce
-## on any machine). One pytest session spread over every core (pytest-xdist; JOBS=0 runs it in one process)
+## macOS and Windows, on another CPU's code paths: AVX2, two threads; tests/test_notebook_numerics.py: a committed
+## output must reproduce on any machine). One pytest session spread over every core (pytest-xdist; JOBS=0 runs it in one process)
 ## with --dist loadscope: a test class or file stays on one worker (so a chapter's nbgrader round trip, one
 ## class, runs once, and a chapter's notebook runs too).
 ## A bug fixture is graded on the checks it names; COURSE_EVERY_CHECK=1 (CI) grades every check (tests/submissions.py)

@@ -11,9 +11,9 @@ So each chapter is executed again under numerics that differ from the build's, a
 fail is listed with its diff (``coursekit.notebooks.reproduce``):
 
 - ``make test``: nbval, with processes started by spawn as on macOS and Windows, on AVX2 kernels with two
-  threads (another CPU's vector width, another thread count and nbval's layout at once; one run of each chapter:
-  a second one, nbclient on the scalar kernels, cost 3 of `make test`'s 18 minutes on a slow machine of this
-  kind, 2026-12-02, and CI's run below has the scalar kernels under nbval);
+  threads (another CPU's vector width, another thread count and nbval's layout at once). One run per chapter: a
+  second one, nbclient on the scalar kernels, summed 189 s of the two workers' time (about 1.5 of `make test`'s
+  18 minutes) on a slow machine of this kind on 2026-12-02, and CI's run below has the scalar kernels under nbval;
 - CI's full run adds nbclient on AVX2, nbval on ATen's scalar kernels, MKL's compatible path and one thread,
   nbval on this machine's own numerics, and nbclient as the build ran (that a rebuild reproduces itself).
 
