@@ -324,8 +324,9 @@ def mutants_of_source(text: str, names: tuple[str, ...], exercise_id: str = "") 
 # Grading
 # ==================================================================================================
 def grade(mutant: Mutant, folder: Path, *, scale: float | None = None, salt: str = "",
-          checks: list[str] | None = None) -> tuple[bool, str, int]:
-    """(killed, the first check that did not pass or '', generated cases drawn), on ``checks`` (default: all)."""
+          checks: list[str] | None = None, drawn_by_check: dict[str, int] | None = None) -> tuple[bool, str, int]:
+    """(killed, the first check that did not pass or '', generated cases drawn), on ``checks`` (default: all).
+    ``drawn_by_check``, when given, receives the generated cases each graded check drew."""
     import graders
     from graders import domain
 
@@ -342,7 +343,10 @@ def grade(mutant: Mutant, folder: Path, *, scale: float | None = None, salt: str
             # 20 s a check when graded (the graded limit is seconds; a loaded machine); more when scaled up, so that
             # a scaled-up domain's time is not taken for a failure
             timeout = 20 * max(1.0, min(float(scale or 1), 15.0))
+            drawn_before = domain.DRAWN
             report = graders.check_file(mutant.exercise, str(path), [check.name], device="cpu", timeout=timeout)
+            if drawn_by_check is not None:
+                drawn_by_check[check.name] = domain.DRAWN - drawn_before
             if not report.passed:
                 status = report.results[0].status if report.results else "?"
                 return True, f"{check.name} ({status})", domain.DRAWN - before
@@ -355,15 +359,18 @@ def grade(mutant: Mutant, folder: Path, *, scale: float | None = None, salt: str
                 os.environ[key] = value
 
 
-def equivalence(mutant: Mutant, folder: Path, first_drawn: int) -> tuple[bool, str, int]:
-    """Grade a survivor on fresh, scaled-up domains until 10 000 generated cases: (killed, by which check, drawn)."""
-    if first_drawn == 0:
+def equivalence(mutant: Mutant, folder: Path, first_drawn: int,
+                checks: list[str] | None = None) -> tuple[bool, str, int]:
+    """Grade a survivor on fresh, scaled-up domains until 10 000 generated cases: (killed, by which check, drawn).
+    ``checks``: the checks that draw generated cases (the others would only repeat their hand-written cases, which
+    the survivor has passed already: about half of an exercise's checks, and a survivor's rounds cost minutes)."""
+    if first_drawn == 0 or checks == []:
         return False, "", 0
     total, round_number = 0, 0
     scale = max(1.0, min(200.0, EQUIVALENCE_CASES / (4 * first_drawn)))
     while total < EQUIVALENCE_CASES and round_number < 50:
         round_number += 1
-        killed, by, drawn = grade(mutant, folder, scale=scale, salt=f"equivalence-{round_number}")
+        killed, by, drawn = grade(mutant, folder, scale=scale, salt=f"equivalence-{round_number}", checks=checks)
         total += drawn
         if killed:
             return True, by, total
@@ -394,14 +401,16 @@ def run_exercise(exercise_id: str, folder: Path, *, verbose: bool = False, limit
     result = Result(exercise_id)
     for mutant in mutants(exercise_id)[:limit]:
         result.mutants += 1
-        killed, by, drawn = grade(mutant, folder)
+        drawn_by_check: dict[str, int] = {}
+        killed, by, drawn = grade(mutant, folder, drawn_by_check=drawn_by_check)
         entry = {"number": mutant.number, "line": mutant.line, "mutation": mutant.description, "diff": mutant.diff}
         if killed:
             result.killed += 1
             if verbose:
                 print(f"    killed #{mutant.number} by {by}: {mutant.description}", flush=True)
             continue
-        late, by, total = equivalence(mutant, folder, drawn) if equivalence_runs else (False, "", 0)
+        drawing = [name for name, cases in drawn_by_check.items() if cases > 0]
+        late, by, total = equivalence(mutant, folder, drawn, drawing) if equivalence_runs else (False, "", 0)
         entry["generated_cases"] = total
         if late:
             result.killed_late.append(entry | {"by": by})

@@ -89,13 +89,19 @@ def test_each_mutant_is_one_change_that_compiles_and_no_two_are_the_same_program
 
 def test_a_survivor_is_equivalent_only_after_ten_thousand_generated_cases(monkeypatch):
     mutant = _mutants()[0]
-    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="": (False, "", 900))
+    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="", checks=None: (False, "", 900))
     killed, _, drawn = mutation.equivalence(mutant, Path("."), first_drawn=100)
     assert not killed and drawn >= mutation.EQUIVALENCE_CASES
     assert mutation.equivalence(mutant, Path("."), first_drawn=0) == (False, "", 0)  # no domain: no evidence
     rounds = iter([(False, "", 900), (True, "some_check (failed)", 900)])
-    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="": next(rounds))
+    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="", checks=None: next(rounds))
     assert mutation.equivalence(mutant, Path("."), first_drawn=100) == (True, "some_check (failed)", 1800)
+    asked = []
+    monkeypatch.setattr(mutation, "grade",
+                        lambda m, folder, scale=None, salt="", checks=None: asked.append(checks) or (False, "", 5000))
+    mutation.equivalence(mutant, Path("."), first_drawn=100, checks=["draws"])
+    assert asked == [["draws"], ["draws"]]  # only the checks that draw generated cases are graded again
+    assert mutation.equivalence(mutant, Path("."), first_drawn=100, checks=[]) == (False, "", 0)
 
 
 @pytest.mark.slow
@@ -108,5 +114,7 @@ def test_the_reference_survives_and_a_mutant_of_it_is_killed(tmp_path):
     killed, by, _ = mutation.grade(reference, tmp_path, checks=checks)
     assert not killed, by
     dropped = next(m for m in mutants if m.description == "raise dropped")
-    killed, by, _ = mutation.grade(dropped, tmp_path, checks=checks)
+    drawn: dict[str, int] = {}
+    killed, by, _ = mutation.grade(dropped, tmp_path, checks=checks, drawn_by_check=drawn)
     assert killed and by.startswith("invalid_rank_raises_value_error")
+    assert list(drawn) == checks
