@@ -324,9 +324,11 @@ def mutants_of_source(text: str, names: tuple[str, ...], exercise_id: str = "") 
 # Grading
 # ==================================================================================================
 def grade(mutant: Mutant, folder: Path, *, scale: float | None = None, salt: str = "",
-          checks: list[str] | None = None, drawn_by_check: dict[str, int] | None = None) -> tuple[bool, str, int]:
+          checks: list[str] | None = None, drawn_by_check: dict[str, int] | None = None,
+          failure: dict[str, str] | None = None) -> tuple[bool, str, int]:
     """(killed, the first check that did not pass or '', generated cases drawn), on ``checks`` (default: all).
-    ``drawn_by_check``, when given, receives the generated cases each graded check drew."""
+    ``drawn_by_check``, when given, receives the generated cases each graded check drew; ``failure`` the message
+    of the check that rejected the mutant (what a student would read)."""
     import graders
     from graders import domain
 
@@ -349,6 +351,8 @@ def grade(mutant: Mutant, folder: Path, *, scale: float | None = None, salt: str
                 drawn_by_check[check.name] = domain.DRAWN - drawn_before
             if not report.passed:
                 status = report.results[0].status if report.results else "?"
+                if failure is not None:
+                    failure["message"] = report.results[0].message if report.results else report.as_text()
                 return True, f"{check.name} ({status})", domain.DRAWN - before
         return False, "", domain.DRAWN - before
     finally:
@@ -387,6 +391,7 @@ class Result:
     killed_late: list[dict] = dataclasses.field(default_factory=list)
     equivalent: list[dict] = dataclasses.field(default_factory=list)
     survived: list[dict] = dataclasses.field(default_factory=list)
+    causes: list[dict] = dataclasses.field(default_factory=list)  # killed mutants whose message named a likely cause
     seconds: float = 0.0
 
     @property
@@ -402,12 +407,17 @@ def run_exercise(exercise_id: str, folder: Path, *, verbose: bool = False, limit
     for mutant in mutants(exercise_id)[:limit]:
         result.mutants += 1
         drawn_by_check: dict[str, int] = {}
-        killed, by, drawn = grade(mutant, folder, drawn_by_check=drawn_by_check)
+        failure: dict[str, str] = {}
+        killed, by, drawn = grade(mutant, folder, drawn_by_check=drawn_by_check, failure=failure)
         entry = {"number": mutant.number, "line": mutant.line, "mutation": mutant.description, "diff": mutant.diff}
         if killed:
             result.killed += 1
+            cause = likely_cause(failure.get("message", ""))
+            if cause:
+                result.causes.append(entry | {"by": by, "cause": cause})
             if verbose:
-                print(f"    killed #{mutant.number} by {by}: {mutant.description}", flush=True)
+                print(f"    killed #{mutant.number} by {by}: {mutant.description}"
+                      + (f"\n      likely cause named: {cause}" if cause else ""), flush=True)
             continue
         drawing = [name for name, cases in drawn_by_check.items() if cases > 0]
         late, by, total = equivalence(mutant, folder, drawn, drawing) if equivalence_runs else (False, "", 0)
@@ -425,6 +435,17 @@ def run_exercise(exercise_id: str, folder: Path, *, verbose: bool = False, limit
                   + mutant.diff.replace("\n", "\n      "), flush=True)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def likely_cause(message: str) -> str:
+    """The cause a failure message names ("likely cause: ..."), or '' when it names none (issue 32, point 3: a
+    cause is named only when the evidence singles it out; the benchmark lists each one named for a mutant, so
+    that a reader can see whether it is the mutant's change)."""
+    marker = "likely cause:"
+    at = message.lower().find(marker)
+    if at < 0:
+        return ""
+    return message[at + len(marker):].strip().split("\n")[0].strip(" .)")
 
 
 def table(results: list[Result]) -> str:
@@ -451,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="grade each mutant once, as a student's file is graded; no equivalence runs (every "
                              "survivor stays a survivor: a quick upper bound on the misses)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every mutant as it is graded")
+    parser.add_argument("--causes", action="store_true",
+                        help="print each killed mutant whose rejection named a likely cause, with its change")
     options = parser.parse_args(argv)
     os.environ.setdefault("COURSE_OFFLINE", "1")
     import graders
@@ -469,12 +492,17 @@ def main(argv: list[str] | None = None) -> int:
             result = run_exercise(exercise_id, Path(scratch), verbose=options.verbose, limit=options.limit,
                                   equivalence_runs=not options.graded_only)
             results.append(result)
-            print(f"  {result.mutants} mutants, {len(result.equivalent)} equivalent, {result.killed} killed, "
-                  f"{len(result.survived)} survived ({100 * result.score:.1f} %, {result.seconds:.0f} s)", flush=True)
+            print(f"  {result.mutants} mutants, {len(result.equivalent)} equivalent, {result.killed} killed "
+                  f"({len(result.causes)} of them with a likely cause named), {len(result.survived)} survived "
+                  f"({100 * result.score:.1f} %, {result.seconds:.0f} s)", flush=True)
             for entry in result.survived:
                 print(f"  SURVIVED #{entry['number']} line {entry['line']}: {entry['mutation']}"
                       f"{' — ' + entry['by'] if 'by' in entry else ''} ({entry.get('generated_cases', 0)} generated "
                       f"cases)\n    " + entry["diff"].replace("\n", "\n    "), flush=True)
+            if options.causes:
+                for entry in result.causes:
+                    print(f"  cause named for #{entry['number']} ({entry['mutation']}) by {entry['by']}: "
+                          f"{entry['cause']}\n    " + entry["diff"].replace("\n", "\n    "), flush=True)
             for entry in result.equivalent:
                 print(f"  equivalent #{entry['number']} line {entry['line']}: {entry['mutation']} "
                       f"(no difference on {entry['generated_cases']} generated cases)\n    "

@@ -115,6 +115,16 @@ def test_the_reference_survives_and_a_mutant_of_it_is_killed(tmp_path):
     assert not killed, by
     dropped = next(m for m in mutants if m.description == "raise dropped")
     drawn: dict[str, int] = {}
-    killed, by, _ = mutation.grade(dropped, tmp_path, checks=checks, drawn_by_check=drawn)
+    failure: dict[str, str] = {}
+    killed, by, _ = mutation.grade(dropped, tmp_path, checks=checks, drawn_by_check=drawn, failure=failure)
     assert killed and by.startswith("invalid_rank_raises_value_error")
     assert list(drawn) == checks
+    assert "ValueError" in failure["message"]  # what the student reads is kept for the list of named causes
+
+
+def test_the_cause_a_message_names_is_read_from_it_and_none_is_invented():
+    message = ("shard_indices(10, 3, rank=1) returned [1, 4, 7] (likely cause: the padding was dropped).\n"
+               "expected [1, 4, 7, 0]")
+    assert mutation.likely_cause(message) == "the padding was dropped"
+    assert mutation.likely_cause("Likely cause: rank starts at 1") == "rank starts at 1"
+    assert mutation.likely_cause("expected [1, 4, 7, 0], got [1, 4, 7]") == ""
