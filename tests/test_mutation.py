@@ -89,16 +89,30 @@ def test_each_mutant_is_one_change_that_compiles_and_no_two_are_the_same_program
 
 def test_a_survivor_is_equivalent_only_after_ten_thousand_generated_cases(monkeypatch):
     mutant = _mutants()[0]
-    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="", checks=None: (False, "", 900))
+    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="", checks=None, failure=None: (False, "", 900))
     killed, _, drawn = mutation.equivalence(mutant, Path("."), first_drawn=100)
     assert not killed and drawn >= mutation.EQUIVALENCE_CASES
     assert mutation.equivalence(mutant, Path("."), first_drawn=0) == (False, "", 0)  # no domain: no evidence
     rounds = iter([(False, "", 900), (True, "some_check (failed)", 900)])
-    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="", checks=None: next(rounds))
-    assert mutation.equivalence(mutant, Path("."), first_drawn=100) == (True, "some_check (failed)", 1800)
+    monkeypatch.setattr(mutation, "grade", lambda m, folder, scale=None, salt="", checks=None, failure=None: next(rounds))
+    killed, by, drawn = mutation.equivalence(mutant, Path("."), first_drawn=100)
+    assert killed and by.startswith("some_check (failed)") and drawn == 1800
+    # A scaled-up round that only ran out of time is no evidence: the rounds get smaller and go on.
+    scales = []
+
+    def timed_out_once(m, folder, scale=None, salt="", checks=None, failure=None):
+        scales.append(scale)
+        if len(scales) == 1:
+            failure["message"] = "did not finish within 300 s and was stopped"
+            return True, "some_check (error)", 900
+        return False, "", 5000
+
+    monkeypatch.setattr(mutation, "grade", timed_out_once)
+    killed, _, drawn = mutation.equivalence(mutant, Path("."), first_drawn=100)
+    assert not killed and drawn == 10000 and scales[1] == scales[0] / 4
     asked = []
     monkeypatch.setattr(mutation, "grade",
-                        lambda m, folder, scale=None, salt="", checks=None: asked.append(checks) or (False, "", 5000))
+                        lambda m, folder, scale=None, salt="", checks=None, failure=None: asked.append(checks) or (False, "", 5000))
     mutation.equivalence(mutant, Path("."), first_drawn=100, checks=["draws"])
     assert asked == [["draws"], ["draws"]]  # only the checks that draw generated cases are graded again
     assert mutation.equivalence(mutant, Path("."), first_drawn=100, checks=[]) == (False, "", 0)
