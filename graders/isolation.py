@@ -586,6 +586,7 @@ class Runner:
             return
         if pid is None:
             return
+        _end_descendants(pid)  # those that left its group too (setsid), before the runner's own end orphans them
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             if hasattr(os, "killpg"):
                 os.killpg(pid, signal.SIGKILL)  # the runner leads its own group: its workers go too
@@ -967,6 +968,7 @@ def _end_with_the_judge(alive: Any) -> None:
             alive.recv_bytes()
         except BaseException:  # noqa: BLE001 - EOF: the judge is gone or done
             pass
+        end_every_child()
         if hasattr(os, "killpg"):
             with contextlib.suppress(OSError):
                 os.killpg(os.getpgrp(), signal.SIGKILL)
@@ -975,7 +977,84 @@ def _end_with_the_judge(alive: Any) -> None:
     threading.Thread(target=watch, name="course-watchdog", daemon=True).start()
 
 
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Linux: every process this one's descendants orphan (a double fork, a daemon's ``setsid``) becomes its child
+    instead of init's, so that it can still be found and ended with its check (``end_every_child``)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _children_of_self() -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
+                found += [int(pid) for pid in f.read().split()]
+    return found
+
+
+def end_every_child(rounds: int = 50) -> None:
+    """Inside a subreaper runner: SIGKILL its children until none is left. A killed child's own children are
+    orphaned and become this process's children, so the next round ends them (its own /proc is all a confined
+    runner may read, and it is enough)."""
+    for _ in range(rounds):
+        children = _children_of_self()
+        if not children:
+            return
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux, read from /proc by the judge; elsewhere none)."""
+    if not os.path.isdir("/proc"):
+        return []
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _end_descendants(pid: int, rounds: int = 20) -> None:
+    """From the judge: stop every descendant of the runner ``pid`` (which, a subreaper, holds the orphans of its
+    tree), then kill them, until none is left; a fork storm is frozen before it is killed."""
+    for _ in range(rounds):
+        found = descendants(pid)
+        if not found:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for child in found:
+                with contextlib.suppress(OSError):
+                    os.kill(child, sig)
+
+
 def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
+    try:
+        _serve_checks(conn, setup, alive)
+    finally:  # however it ends, nothing the student's code started outlives it (double forks included)
+        end_every_child()
+
+
+def _serve_checks(conn: Any, setup: dict, alive: Any = None) -> None:
     from graders import wire
 
     if hasattr(os, "setsid"):
@@ -988,6 +1067,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             os.setpgrp()
     elif hasattr(os, "setpgrp"):
         os.setpgrp()
+    become_subreaper()
     if alive is not None:
         _end_with_the_judge(alive)
     _redirect(1, setup["stdout"])
