@@ -1,6 +1,7 @@
 """What isolation costs: runner start, one round trip, and every exercise's checks on its reference.
 
-    python benchmarks/isolation.py
+    python benchmarks/isolation.py                # student code confined by the operating system (graders.confine)
+    python benchmarks/isolation.py --unconfined   # the same without it (COURSE_CONFINE=0): run both to compare
 
 A script, not a test: the figures depend on the machine and on what else runs on it.
 """
@@ -8,6 +9,7 @@ A script, not a test: the figures depend on the machine and on what else runs on
 from __future__ import annotations
 
 import importlib
+import os
 import statistics
 import sys
 import tempfile
@@ -28,6 +30,12 @@ def best(function, repeat: int = 5) -> float:
 
 
 def main() -> int:
+    if "--unconfined" in sys.argv:
+        os.environ["COURSE_CONFINE"] = "0"  # before the forkserver starts: every runner inherits it
+    from graders import confine
+
+    print("student code", "unconfined (COURSE_CONFINE=0)" if "--unconfined" in sys.argv else
+          f"confined (Landlock ABI {confine.support().abi or 'none: ' + confine.support().reason})")
     warm_up()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "answer.py"
@@ -39,8 +47,15 @@ def main() -> int:
             runner.request(("call", "f", (1,), {}, False))
             runner.close()
 
+        def start_and_call_unconfined() -> None:
+            runner = Runner(source, seed=0, device="cpu", limits=Limits(timeout=30), env={"COURSE_CONFINE": "0"})
+            runner.request(("call", "f", (1,), {}, False))
+            runner.close()
+
         start_and_call()  # the forkserver's first fork
-        print(f"runner start + one call + close: {1000 * best(start_and_call):.1f} ms (best of 5)")
+        confined, unconfined = best(start_and_call, 9), best(start_and_call_unconfined, 9)
+        print(f"runner start + one call + close: {1000 * confined:.1f} ms as graded, {1000 * unconfined:.1f} ms "
+              f"with COURSE_CONFINE=0 (best of 9 each; confinement: {1000 * (confined - unconfined):+.1f} ms)")
         runner = Runner(source, seed=0, device="cpu", limits=Limits(timeout=30))
         runner.ready()
         calls = [best(lambda: runner.request(("call", "f", (1,), {}, False)), 50)]

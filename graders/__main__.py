@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                           f"$COURSE_MEMORY_LIMIT_MB or {DEFAULT_MEMORY_LIMIT_MB}; 0: no cap)")
     run.add_argument("--instructor", action="store_true",
                      help="allow the answer to import the course's reference solutions (the instructor's own files)")
+    run.add_argument("--require-confinement", action="store_true",
+                     help="refuse to run the answer unless the operating system can confine it (Linux with Landlock)")
     return parser
 
 
@@ -74,6 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         if error:
             print(f"error: {error}", file=sys.stderr)
             return EXIT_USAGE
+        if args.require_confinement:
+            from graders import confine
+            from graders.isolation import REQUIRE_CONFINEMENT_ENV
+
+            found = confine.support()
+            if not found.available:
+                print(f"error: --require-confinement: student code cannot be confined here ({found.reason})",
+                      file=sys.stderr)
+                return EXIT_USAGE
+            os.environ[REQUIRE_CONFINEMENT_ENV] = "1"  # every runner refuses to start unconfined too
         if _worth_a_runner(args):
             warm_up(args.exercise_id)  # the runners' forkserver, started before this process computes anything
     from graders import check_file, exercises
@@ -92,11 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    from graders.isolation import unconfined_reason
+
+    unconfined = unconfined_reason()
     if args.json:
-        print(json.dumps(report.as_json(), indent=2))
+        print(json.dumps({**report.as_json(), "confined": unconfined is None}, indent=2))
     else:
         print(report.as_text())
         print(f"{report.exercise} on {report.device}: {report.score}/{report.max_score} points")
+        if unconfined:
+            print(f"note: the answer ran without the operating system's confinement ({unconfined})")
     return EXIT_PASSED if report.passed else EXIT_FAILED
 
 

@@ -20,6 +20,12 @@ Consequences, each proven in tests/test_isolation.py:
   grades the instructor's own notebook (``instructor=True``);
 - what the student's code (and any process it starts) prints goes to files the judge reads and reports
   as notes: never to the judge's stdout (``--json`` stays one JSON object) or to a notebook's stderr.
+- the operating system confines the runner before the answer loads (:mod:`graders.confine`, Linux with
+  Landlock): it and every process it starts may write only its own scratch folder (its working folder, TMPDIR
+  and HOME), the judge's exchange folders (:func:`exchange_folder`) and /dev/shm; may read the Python
+  environment, the course's runner code and its own answer, but not ``solutions/``, the chapters' checks or the
+  tests; may not use TCP (a rank may, for gloo), signal or read /proc of any process outside its sandbox.
+  Where that is unavailable the command line says so (``--require-confinement`` refuses to run).
 
 Runners start from a *forkserver* on Linux and macOS: a clean process, started once per judge, that has
 imported torch and the graders but never sees an expected value; forking from it costs milliseconds.
@@ -425,6 +431,8 @@ class Runner:
         self._closed = False
         _LIVE_RUNNERS.add(self)
         self._offsets: dict[str, int] = {}
+        # The runner's own folder: its working folder, TMPDIR and HOME, the only place it may write (graders.confine).
+        self._scratch = tempfile.mkdtemp(prefix="course-scratch-")
         fd_out, self._stdout_path = tempfile.mkstemp(prefix="course-check-", suffix=".out")
         fd_err, self._stderr_path = tempfile.mkstemp(prefix="course-check-", suffix=".err")
         os.close(fd_out)
@@ -438,7 +446,7 @@ class Runner:
             "label": source.label, "names": source.names, "path": source.path, "payload": source.payload,
             "lines": source.lines, "seed": seed, "device": device, "memory_mb": limits.memory(),
             "instructor": limits.instructor, "stdout": self._stdout_path, "stderr": self._stderr_path,
-            "env": dict(env or {}),
+            "env": dict(env or {}), "scratch": self._scratch, "confinement": self.confinement(),
         }
         self.process = context.Process(target=_runner_main, args=(child_conn, setup, alive_reader), name="course-runner")
         with _main_module_hidden():
@@ -523,6 +531,9 @@ class Runner:
         for note in notes:
             if note == NOT_WRITTEN_NOTE:
                 self.saw_not_written = True
+            elif note.startswith(UNCONFINED_NOTE):
+                global _unconfined_reason
+                _unconfined_reason = note[len(UNCONFINED_NOTE):]
             elif note not in self.notes:
                 self.notes.append(note)
         if kind in ("ok", "ready", "started"):
@@ -575,6 +586,7 @@ class Runner:
             return
         if pid is None:
             return
+        _end_descendants(pid)  # those that left its group too (setsid), before the runner's own end orphans them
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             if hasattr(os, "killpg"):
                 os.killpg(pid, signal.SIGKILL)  # the runner leads its own group: its workers go too
@@ -649,7 +661,14 @@ class Runner:
         for path in (self._stdout_path, self._stderr_path):
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        import shutil
+
+        shutil.rmtree(self._scratch, ignore_errors=True)
         return notes
+
+    def confinement(self) -> dict[str, Any]:
+        """What the runner's process may touch besides its scratch (graders.confine.Rules; a rank widens it)."""
+        return {"write": [exchange_folder(), exchange_folder(memory=True)], "tcp": False}
 
 
 # ==================================================================================================
@@ -949,6 +968,7 @@ def _end_with_the_judge(alive: Any) -> None:
             alive.recv_bytes()
         except BaseException:  # noqa: BLE001 - EOF: the judge is gone or done
             pass
+        end_every_child()
         if hasattr(os, "killpg"):
             with contextlib.suppress(OSError):
                 os.killpg(os.getpgrp(), signal.SIGKILL)
@@ -957,7 +977,84 @@ def _end_with_the_judge(alive: Any) -> None:
     threading.Thread(target=watch, name="course-watchdog", daemon=True).start()
 
 
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Linux: every process this one's descendants orphan (a double fork, a daemon's ``setsid``) becomes its child
+    instead of init's, so that it can still be found and ended with its check (``end_every_child``)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _children_of_self() -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
+                found += [int(pid) for pid in f.read().split()]
+    return found
+
+
+def end_every_child(rounds: int = 50) -> None:
+    """Inside a subreaper runner: SIGKILL its children until none is left. A killed child's own children are
+    orphaned and become this process's children, so the next round ends them (its own /proc is all a confined
+    runner may read, and it is enough)."""
+    for _ in range(rounds):
+        children = _children_of_self()
+        if not children:
+            return
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux, read from /proc by the judge; elsewhere none)."""
+    if not os.path.isdir("/proc"):
+        return []
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _end_descendants(pid: int, rounds: int = 20) -> None:
+    """From the judge: stop every descendant of the runner ``pid`` (which, a subreaper, holds the orphans of its
+    tree), then kill them, until none is left; a fork storm is frozen before it is killed."""
+    for _ in range(rounds):
+        found = descendants(pid)
+        if not found:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for child in found:
+                with contextlib.suppress(OSError):
+                    os.kill(child, sig)
+
+
 def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
+    try:
+        _serve_checks(conn, setup, alive)
+    finally:  # however it ends, nothing the student's code started outlives it (double forks included)
+        end_every_child()
+
+
+def _serve_checks(conn: Any, setup: dict, alive: Any = None) -> None:
     from graders import wire
 
     if hasattr(os, "setsid"):
@@ -970,6 +1067,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             os.setpgrp()
     elif hasattr(os, "setpgrp"):
         os.setpgrp()
+    become_subreaper()
     if alive is not None:
         _end_with_the_judge(alive)
     _redirect(1, setup["stdout"])
@@ -999,6 +1097,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
     notes: list[str] = []
     _limit_memory(setup["memory_mb"], setup["device"])
     _warm_up_device(setup["device"])
+    _confine(setup, notes)
     _send(conn, "started", wire.encode(None), notes)
     try:
         namespace, student = _load_checked(setup)
@@ -1035,6 +1134,89 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
             _send(conn, "failed", str(exc), student.notes)
         except BaseException:  # noqa: BLE001 - a broken scenario is the grader's bug, reported as such
             _send(conn, "grader_error", traceback.format_exc(limit=-6), student.notes)
+
+
+_unconfined_reason: str | None = None
+_EXCHANGE: dict[str, str] = {}  # "disk" / "memory" -> this judge's exchange folder
+
+
+def exchange_folder(*, memory: bool = False) -> str:
+    """A folder of this judge's that every runner it starts may write (they may write nowhere else but their own
+    scratch): where a check lays out files for the student's code (a checkpoint to save, a directory to rotate)
+    and reads back what it wrote, or hands it to another runner. ``memory``: in /dev/shm where there is one
+    (dozens of fsyncs per check). Made once per judge process, removed when that process exits."""
+    kind = "memory" if memory and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK) else "disk"
+    folder = _EXCHANGE.get(kind)
+    if folder is None or not os.path.isdir(folder):
+        import atexit
+        import shutil
+
+        folder = tempfile.mkdtemp(prefix="course-exchange-", dir="/dev/shm" if kind == "memory" else None)
+        _EXCHANGE[kind] = folder
+        owner = os.getpid()  # a forked copy of this judge must not remove its parent's folder when it exits
+        atexit.register(lambda: os.getpid() == owner and shutil.rmtree(folder, ignore_errors=True))
+    return folder
+
+
+def unconfined_reason() -> str | None:
+    """Why a runner of this process ran student code unconfined (None: every runner so far was confined)."""
+    return _unconfined_reason
+
+
+CONFINE_ENV = "COURSE_CONFINE"  # "0": run student code unconfined (a machine where confinement breaks something)
+REQUIRE_CONFINEMENT_ENV = "COURSE_REQUIRE_CONFINEMENT"  # "1": refuse to run it unconfined
+UNCONFINED_NOTE = "\x00unconfined: "  # a flag with the reason: the judge says it once, plainly
+
+
+def course_hidden() -> list[str]:
+    """What no student process may read: the reference answers, the chapters' checks, the tests (their fixtures
+    hold correct answers)."""
+    root = Path(_GRADERS_DIR).parent
+    hidden = [_SOLUTIONS_DIR, str(root / "tests"), str(root / "benchmarks")]
+    hidden += [str(p) for p in Path(_GRADERS_DIR).iterdir() if p.is_dir() and _CHAPTER_GRADER.match(p.name)]
+    return hidden
+
+
+def confinement_rules(setup: dict) -> Any:
+    """The runner's rules: read the Python environment, the course's code the runner needs (not ``solutions/``,
+    the chapters' checks or the tests), its import path and its own answer; write only its scratch (and
+    /dev/shm, where torch and multiprocessing share memory between a DataLoader's workers)."""
+    from graders import confine
+
+    hidden = [] if setup["instructor"] else course_hidden()
+    root = str(Path(_GRADERS_DIR).parent)
+    reads = confine.system_reads()
+    here = [p for p in sys.path if p and os.path.isdir(p)]
+    answer = os.path.realpath(setup["path"]) if setup["path"] else None
+    if answer and (setup["instructor"] or not answer.startswith(_SOLUTIONS_DIR + os.sep)):
+        # (a reference file handed in as an answer is refused by the runner's own rule, which says why)
+        reads.append(answer)
+        here.append(os.path.dirname(answer))  # modules next to the answer
+    reads += confine.reads_except([root, *here], hidden)
+    extra = setup["confinement"]
+    return confine.Rules(read=tuple(reads), write=(setup["scratch"], "/dev/shm", *extra["write"]),
+                         devices=tuple(confine.default_devices()), tcp=extra["tcp"])
+
+
+def _confine(setup: dict, notes: list[str]) -> None:
+    """Everything the runner needs is imported; from here the operating system confines it (graders.confine)."""
+    scratch = setup["scratch"]
+    os.chdir(scratch)
+    for name in ("TMPDIR", "HOME"):
+        os.environ[name] = scratch
+    tempfile.tempdir = None
+    # multiprocessing keeps the folder it made for its sockets (a DataLoader's workers pass shared tensors through
+    # one) in the process's config, which a runner inherits from the forkserver: in /tmp, beyond the scratch.
+    multiprocessing.current_process()._config.pop("tempdir", None)
+    if os.environ.get(CONFINE_ENV) == "0":
+        notes.append(UNCONFINED_NOTE + f"{CONFINE_ENV}=0 was set")
+        return
+    from graders import confine, registry
+
+    registry.load_all_chapters()  # a runner started by spawn: every check's scenarios, before they become unreadable
+    applied = confine.apply(confinement_rules(setup), required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
+    if not applied.abi:
+        notes.append(UNCONFINED_NOTE + applied.reason)
 
 
 def _load_checked(setup: dict) -> tuple[dict[str, Any], RunnerStudent]:

@@ -239,7 +239,7 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
         timeout = limits.timeout
     if timeout:  # a rank waiting for one that never comes says so before the deadline stops them both
         collective_timeout = min(collective_timeout, timeout / 2)
-    workdir = tempfile.mkdtemp(prefix="course-ranks-")
+    workdir = tempfile.mkdtemp(prefix="run-", dir=_ranks_root())
     owner = _owner(student)
     env_base = {**DEBUG_ENV, **loopback_env(), "WORLD_SIZE": str(world_size)}
     if backend == "nccl":
@@ -282,9 +282,29 @@ def run_on_ranks(student: Any, scenario: Callable[..., Any], world_size: int,
     return run
 
 
+_RANKS_ROOT: str | None = None
+
+
+def _ranks_root() -> str:
+    """One folder per judge for every run's rendezvous and logs: a kept rank, confined once (graders.confine),
+    may write only there, in whichever run it serves next."""
+    global _RANKS_ROOT
+    if _RANKS_ROOT is None or not os.path.isdir(_RANKS_ROOT):
+        import atexit
+        import shutil
+
+        _RANKS_ROOT = tempfile.mkdtemp(prefix="course-ranks-")
+        atexit.register(shutil.rmtree, _RANKS_ROOT, True)
+    return _RANKS_ROOT
+
+
 class _RankRunner(Runner):
     """A runner that can also be sent a request only when idle, and asked whether a reply is waiting
     (``send``, ``receive`` and ``waitables`` come from :class:`Runner`)."""
+
+    def confinement(self) -> dict[str, Any]:
+        # gloo connects the ranks over TCP on loopback; the rendezvous is a file in the judge's ranks folder
+        return {**super().confinement(), "write": [*super().confinement()["write"], _ranks_root()], "tcp": True}
 
     sent_end = False  # told to run the end-of-run collective and leave the group; its reply is not read yet
 

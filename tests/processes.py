@@ -41,3 +41,59 @@ def niceness(pid: int) -> tuple[int, int | None]:
     except (OSError, IndexError, ValueError):
         session = None
     return os.getpriority(os.PRIO_PROCESS, pid), session
+
+
+def descendants(pid: int) -> list[int]:
+    """Every running process below ``pid`` (Linux: read from /proc; elsewhere none)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time ``pid`` has used so far (0 where it cannot be read)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def with_command_line(marker: str) -> list[int]:
+    """Running processes whose command line holds ``marker`` (an answer's leftover process, found without its
+    help: a confined answer cannot write its pid anywhere the test could read it)."""
+    found, mine = [], {os.getpid(), os.getppid()}  # not the test itself (a command line that names the marker)
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if entry.name.isdigit() and int(entry.name) not in mine:
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace") and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def named(name: str) -> list[int]:
+    """Running processes whose name (``/proc/<pid>/comm``, set by prctl(PR_SET_NAME)) is ``name``: how a test finds
+    the processes a confined answer started, which can write their pids nowhere the test could read them."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found

@@ -64,6 +64,27 @@ def test_json_output(elsewhere):
     assert report["score"] == sum(c["points"] for c in report["checks"])
 
 
+def test_json_says_whether_the_answer_ran_confined_and_confinement_can_be_required(elsewhere):
+    from graders import confine
+
+    result = run("check", "sliding_window", str(BUG), "--json", "--device", "cpu", "--require-confinement",
+                 cwd=elsewhere)
+    if not confine.support().available:  # refused before anything runs
+        assert result.returncode == 2 and "cannot be confined here" in result.stderr, result.stderr
+        return
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["confined"] is True
+
+
+def test_required_confinement_where_there_is_none_is_refused_before_anything_runs(monkeypatch, capsys):
+    from graders import __main__ as cli, confine
+
+    monkeypatch.setattr(confine, "support", lambda: confine.Support(0, "this test's kernel has no Landlock"))
+    monkeypatch.setattr(cli, "_worth_a_runner", lambda args: pytest.fail("a runner was started"))
+    assert cli.main(["check", "is_contiguous", str(REFERENCE), "--require-confinement"]) == 2
+    assert "cannot be confined here (this test's kernel has no Landlock)" in capsys.readouterr().err
+
+
 def test_unknown_exercise_exits_2_and_lists_known_ids(elsewhere):
     result = run("check", "sliding_windows", str(REFERENCE), cwd=elsewhere)
     assert result.returncode == 2

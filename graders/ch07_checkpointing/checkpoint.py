@@ -41,7 +41,7 @@ from torch import nn
 
 from graders import domain
 from graders.compare import one_torch_thread, show
-from graders.isolation import RunnerStudent, StudentRaised
+from graders.isolation import RunnerStudent, StudentRaised, exchange_folder
 from graders.outcomes import StudentCodeError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission
@@ -398,7 +398,7 @@ def _expect_same_continuation(got: dict[str, Any], expected: dict[str, Any], giv
 
 @contextlib.contextmanager
 def _temporary_folder() -> Iterator[pathlib.Path]:
-    folder = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-"))
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-", dir=exchange_folder()))
     try:
         yield folder
     finally:
@@ -1418,7 +1418,7 @@ ROUND_TRIPS_PER_CALL = 4  # per scenario call: each call has its own time limit 
 
 
 def _grade_round_trips(student: Submission, configs: list[Config]) -> list[RoundTrip]:
-    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-gen-", dir=_memory_folder()))
+    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-gen-", dir=exchange_folder(memory=True)))
     try:
         observed = []
         for start in range(0, len(configs), ROUND_TRIPS_PER_CALL):
@@ -1429,13 +1429,6 @@ def _grade_round_trips(student: Submission, configs: list[Config]) -> list[Round
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return [_judge_round_trip(config, seen) for config, seen in zip(configs, observed)]
-
-
-def _memory_folder() -> str | None:
-    """A folder in memory (tmpfs) where there is one: dozens of checkpoints are written and fsynced per check, and
-    on a busy disk each fsync costs milliseconds. Atomic writing is checked on the default folder elsewhere."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _smaller_configs(config: Config) -> list[Config]:

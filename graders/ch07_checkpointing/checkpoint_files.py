@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graders import domain
-from graders.isolation import RunnerStudent, StudentRaised
+from graders.isolation import RunnerStudent, StudentRaised, exchange_folder
 from graders.outcomes import StudentCodeError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
@@ -64,7 +64,7 @@ DECOY_FOLDERS = {"step_99.pt": "a folder, not a regular file"}
 @contextlib.contextmanager
 def _directory(files: list[str], folders: tuple[str, ...] = ()) -> Iterator[pathlib.Path]:
     """A temporary ``checkpoints`` folder holding ``files`` (each with its own name as content) and ``folders``."""
-    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-files-"))
+    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-files-", dir=exchange_folder()))
     try:
         directory = root / "checkpoints"
         directory.mkdir()
@@ -667,16 +667,9 @@ def _verdict(layout: Layout, argument: Any, observed: dict[str, Any], before: di
     return verdict
 
 
-def _memory_folder() -> str | None:
-    """A folder in memory (tmpfs) where there is one: hundreds of small directories are laid out per check, and on
-    a busy disk each file costs milliseconds. What the functions do does not depend on the filesystem."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
-
-
 def _grade_layouts(student: Submission, layouts: list[Layout]) -> list[Verdict]:
     """Lay out every case in a folder of its own, call them all in one scenario, and judge each."""
-    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-files-gen-", dir=_memory_folder()))
+    root = pathlib.Path(tempfile.mkdtemp(prefix="course-checkpoint-files-gen-", dir=exchange_folder(memory=True)))
     try:
         calls, arguments, befores = [], [], []
         for index, layout in enumerate(layouts):

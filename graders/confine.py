@@ -1,0 +1,292 @@
+"""Confinement by the operating system for processes that run student code (issue 33).
+
+Rules enforced inside the student's own process (audit hooks, withheld functions) can be switched off by the code
+they watch, or stepped around through another process. What this module sets up is enforced by the kernel, is
+inherited by every process the student's code starts, and cannot be undone from inside:
+
+- ``PR_SET_NO_NEW_PRIVS``: no setuid program (``sudo``, ``su``) gains rights for it;
+- **Landlock** (Linux 5.13+, unprivileged): the filesystem rights are only those granted here — read (and
+  execute) the hierarchies in ``Rules.read``, every right beneath ``Rules.write`` (the private scratch); from
+  ABI 4 no TCP ``bind`` or ``connect`` unless ``Rules.tcp``; from ABI 6 no signal to, and no abstract UNIX
+  socket of, any process outside the sandbox. Landlock itself refuses ``ptrace`` of a process outside the
+  sandbox, and so ``/proc/<pid>/mem``, ``environ`` and ``fd/*`` of the judge;
+- **rlimits**: open files, the size of any one file written, no core dumps.
+
+The kernel's ABI is queried and what it offers is used (``support()``); where there is no Landlock (macOS,
+Windows, an old kernel, a container that filters the system calls) nothing is applied and ``support()`` says why,
+in words a student can read.
+
+Only the standard library (``ctypes``) is used: the three Landlock system calls, ``prctl`` and
+``resource.setrlimit``. Everything here runs in the process to be confined, after it has imported what it needs
+and before the student's code loads (``apply``), so that a runner forked from the forkserver keeps its speed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import errno
+import os
+import sys
+from collections.abc import Iterable, Sequence
+
+# System call numbers: the same on every architecture (the generic table, Linux 5.13).
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1 << 0
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+# Filesystem rights (linux/landlock.h), each with the ABI that introduced it.
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK, FS_MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
+FS_REFER = 1 << 13      # ABI 2: link or rename across directories
+FS_TRUNCATE = 1 << 14   # ABI 3
+FS_IOCTL_DEV = 1 << 15  # ABI 5
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1          # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1}
+_FS_LATEST = (1 << 16) - 1  # ABI 5 and later
+READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+# Rights that apply to a file (rather than a directory); a rule on a file may hold only these.
+_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1  # packed in the kernel's header: 12 bytes
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Support:
+    """What this machine offers: the Landlock ABI (0: none) and, when there is none, why."""
+
+    abi: int
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.abi > 0
+
+    @property
+    def tcp(self) -> bool:
+        return self.abi >= 4
+
+    @property
+    def scoping(self) -> bool:
+        return self.abi >= 6
+
+
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """What a confined process may do. Paths that do not exist are left out (a machine without /lib64)."""
+
+    read: tuple[str, ...] = ()    # hierarchies to read and execute
+    write: tuple[str, ...] = ()   # hierarchies with every right (create, write, remove, rename)
+    devices: tuple[str, ...] = ()  # files to read and write (/dev/null; a GPU's device files, with ioctl)
+    tcp: bool = False             # TCP bind and connect allowed (the gloo ranks of one multi-rank check)
+    open_files: int = 1024        # RLIMIT_NOFILE
+    file_bytes: int = 1 << 30     # RLIMIT_FSIZE: no one file grows past this
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    """What ``apply`` enforced, for the report (``enforced`` empty: nothing, ``reason`` says why)."""
+
+    abi: int
+    enforced: tuple[str, ...]
+    reason: str = ""
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def _syscall(number: int, *args: object) -> int:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.syscall.restype = ctypes.c_long
+    result = _libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+def support() -> Support:
+    """The Landlock ABI this kernel offers, or why there is none."""
+    if not sys.platform.startswith("linux"):
+        return Support(0, f"{sys.platform} has no Landlock (a Linux security module)")
+    try:
+        abi = _syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    except OSError as exc:
+        if exc.errno == errno.ENOSYS:
+            return Support(0, f"this Linux kernel ({os.uname().release}) has no Landlock system calls")
+        if exc.errno == errno.EOPNOTSUPP:
+            return Support(0, "Landlock is built into this kernel but switched off (boot with lsm=...,landlock)")
+        return Support(0, f"Landlock cannot be queried here: {exc.strerror}")
+    return Support(int(abi))
+
+
+def _handled_fs(abi: int) -> int:
+    return _FS_BY_ABI.get(abi, _FS_LATEST)
+
+
+def _existing(paths: Iterable[str]) -> list[str]:
+    seen, found = set(), []
+    for path in paths:
+        path = os.path.realpath(path)
+        if path not in seen and os.path.exists(path):
+            seen.add(path)
+            found.append(path)
+    return found
+
+
+def _add_path(ruleset: int, path: str, rights: int) -> None:
+    if not os.path.isdir(path):
+        rights &= _FILE_RIGHTS
+    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    try:
+        attr = _PathBeneathAttr(rights, fd)
+        _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(attr),
+                 ctypes.c_uint32(0))
+    finally:
+        os.close(fd)
+
+
+def _limit(name: str, value: int) -> None:
+    import resource
+
+    kind = getattr(resource, name)
+    soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(kind, (value, value))  # the hard limit too: the student's code cannot raise it again
+
+
+def apply(rules: Rules, *, required: bool = False) -> Applied:
+    """Confine this process (and every process it starts from now on) by ``rules``. Irreversible.
+
+    Without Landlock the rlimits are still set and ``Applied.reason`` says what is missing; ``required`` raises
+    ``OSError`` instead of running unconfined."""
+    found = support()
+    if not found.available and required:
+        raise OSError(errno.EPERM, f"confinement required but unavailable: {found.reason}")
+    enforced = []
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        enforced.append("no new privileges")
+    if hasattr(os, "fork"):  # POSIX: resource exists
+        _limit("RLIMIT_NOFILE", rules.open_files)
+        _limit("RLIMIT_FSIZE", rules.file_bytes)
+        _limit("RLIMIT_CORE", 0)
+        enforced.append(f"at most {rules.open_files} open files, {rules.file_bytes >> 20} MiB per file")
+    if not found.available:
+        return Applied(0, tuple(enforced), found.reason)
+    abi = found.abi
+    attr = _RulesetAttr(_handled_fs(abi), 0, 0)
+    size = 8
+    if abi >= 4 and not rules.tcp:
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+    if abi >= 4:
+        size = 16
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = 24
+    ruleset = _syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    try:
+        handled = attr.handled_access_fs
+        for path in _existing(rules.read):
+            _add_path(ruleset, path, READ & handled)
+        for path in _existing(rules.devices):
+            _add_path(ruleset, path, (FS_READ_FILE | FS_WRITE_FILE | FS_IOCTL_DEV) & handled)
+        for path in _existing(rules.write):
+            _add_path(ruleset, path, handled)
+        _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+    enforced.append(f"Landlock ABI {abi}: files only as granted")
+    if attr.handled_access_net:
+        enforced.append("no TCP")
+    if attr.scoped:
+        enforced.append("no signal or abstract socket outside the sandbox")
+    return Applied(abi, tuple(enforced))
+
+
+def system_reads() -> list[str]:
+    """What any Python process with torch needs to read: the interpreter, its libraries, the system's."""
+    import site
+    import sysconfig
+
+    paths = [sys.base_prefix, sys.prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    paths += [sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+    paths += list(site.getsitepackages()) + [site.getusersitepackages()]
+    paths += ["/usr", "/lib", "/lib32", "/lib64", "/etc", "/sys", "/opt", "/bin", "/sbin"]
+    return _existing(paths) + proc_reads()
+
+
+def proc_reads() -> list[str]:
+    """/proc without the other processes: its own entries (cpuinfo, meminfo, sys/, ...) and this process's own
+    directory, which /proc/self leads to. Landlock alone refuses another process's ``mem`` and ``fd/*`` (ptrace
+    rules), but not its ``environ``, ``maps`` or ``auxv`` (measured on Linux 6.18): those are simply not granted.
+    A process this one starts cannot read its own /proc/<pid> (it is not beneath a granted one)."""
+    if not os.path.isdir("/proc"):
+        return []
+    entries = [os.path.join("/proc", e) for e in sorted(os.listdir("/proc")) if not e.isdigit()]
+    return _existing([p for p in entries if os.path.realpath(p).split("/")[2:3] != [str(os.getpid())]]
+                     + [f"/proc/{os.getpid()}"])
+
+
+def reads_except(paths: Iterable[str], hidden: Iterable[str]) -> list[str]:
+    """``paths`` to grant for reading, with ``hidden`` taken out: Landlock grants whole hierarchies and cannot
+    subtract, so a path with a hidden one beneath it is replaced by its entries, recursively, the hidden ones
+    left out (the course's root: everything but ``solutions/`` and the chapter graders; an /opt that holds it)."""
+    hidden = [os.path.realpath(h) for h in hidden]
+    found: list[str] = []
+
+    def visit(path: str) -> None:
+        if any(path == h or path.startswith(h.rstrip("/") + "/") for h in hidden):
+            return
+        inside = [h for h in hidden if h.startswith(path.rstrip("/") + "/")]
+        if not inside or not os.path.isdir(path):
+            found.append(path)
+            return
+        try:
+            entries = sorted(os.listdir(path))
+        except OSError:
+            return
+        for entry in entries:
+            visit(os.path.join(path, entry))
+
+    for path in _existing(paths):
+        visit(path)
+    return found
+
+
+def default_devices() -> list[str]:
+    names = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"]
+    if os.path.isdir("/dev"):  # a GPU: its device files (ioctl is how CUDA talks to it)
+        names += [os.path.join("/dev", n) for n in os.listdir("/dev") if n.startswith(("nvidia", "dri"))]
+    return _existing(names)
+
+
+def describe(applied: Applied) -> str:
+    if not applied.abi:
+        return f"student code was NOT confined by the operating system ({applied.reason})"
+    return "confined: " + "; ".join(applied.enforced)
+
+
+def denied(paths: Sequence[str], rules: Rules) -> list[str]:
+    """The paths of ``paths`` that ``rules`` grant no right to (what a test expects to be refused)."""
+    granted = [os.path.realpath(p) for p in (*rules.read, *rules.write, *rules.devices)]
+    return [p for p in paths
+            if not any(os.path.realpath(p) == g or os.path.realpath(p).startswith(g.rstrip("/") + "/")
+                       for g in granted)]

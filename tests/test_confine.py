@@ -1,0 +1,181 @@
+"""graders/confine.py: each capability the operating system takes away, proven by a real attack run as a real
+process (issue 33). A child interpreter imports what it needs, confines itself with the course's rules, then
+attacks: the course's files, the reference solutions (also through a child process of its own), the network, the
+process that started it (signals, /proc/<pid>/mem, environ, fd/1). What it must still do works: its scratch,
+torch, a DataLoader with worker processes, its own children."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graders import confine
+
+ROOT = Path(confine.__file__).resolve().parent.parent
+SUPPORT = confine.support()
+needs_landlock = pytest.mark.skipif(not SUPPORT.available, reason=f"no Landlock here: {SUPPORT.reason}")
+
+# The child: confine with the course's rules (read the system and the course but solutions/ and the chapter
+# graders; write only the scratch and /dev/shm), then run each attack and report what happened.
+_CHILD = textwrap.dedent('''
+    import json, os, socket, subprocess, sys, tempfile
+    root, scratch, parent, port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = None
+    sys.path.insert(0, root)
+    import torch
+    from torch.utils.data import DataLoader
+    from graders import confine
+    hidden = [os.path.join(root, "solutions")] + [os.path.join(root, "graders", d)
+                                                   for d in os.listdir(os.path.join(root, "graders")) if d.startswith("ch")]
+    rules = confine.Rules(read=tuple(confine.system_reads() + confine.reads_except([root], hidden)),
+                          write=(scratch, "/dev/shm"), devices=tuple(confine.default_devices()))
+    applied = confine.apply(rules)
+    results = {"applied": list(applied.enforced)}
+
+    def attempt(name, action):
+        try:
+            value = action()
+            results[name] = ["allowed", repr(value)[:60]]
+        except Exception as exc:
+            results[name] = ["refused", type(exc).__name__]
+
+    def cat(path):
+        done = subprocess.run(["cat", path], capture_output=True)
+        if done.returncode:
+            raise PermissionError(done.stderr.decode()[:80])
+        return done.stdout[:20]
+
+    def loader():
+        return [b.tolist() for b in DataLoader(list(range(6)), batch_size=3, num_workers=2)]
+
+    def raise_limit():
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1, hard + 1))
+
+    def own_child_killed():
+        child = subprocess.Popen(["sleep", "30"])
+        child.send_signal(9)
+        return child.wait(timeout=10)
+
+    attempt("append to a course file", lambda: open(os.path.join(root, "graders", "judge.py"), "a").write("#"))
+    attempt("create a file in the course", lambda: open(os.path.join(root, "planted.py"), "w").write("#"))
+    attempt("read solutions/", lambda: open(os.path.join(root, "solutions", "ch01_tensors.py")).read(20))
+    attempt("read solutions/ through cat", lambda: cat(os.path.join(root, "solutions", "ch01_tensors.py")))
+    attempt("list solutions/", lambda: os.listdir(os.path.join(root, "solutions")))
+    attempt("read a chapter's checks", lambda: open(os.path.join(root, "graders", "ch01_tensors", "__init__.py")).read(20))
+    attempt("write the home folder", lambda: open(os.path.expanduser("~/planted-by-a-student"), "w").write("#"))
+    attempt("write /tmp", lambda: open("/tmp/planted-by-a-student", "w").write("#"))
+    attempt("TCP connect", lambda: socket.create_connection(("127.0.0.1", port), timeout=5).close())
+    attempt("TCP bind", lambda: socket.socket().bind(("127.0.0.1", 0)))
+    attempt("signal the parent", lambda: os.kill(parent, 0))
+    attempt("parent's mem", lambda: open(f"/proc/{parent}/mem", "rb").read(1))
+    attempt("parent's environ", lambda: open(f"/proc/{parent}/environ", "rb").read(1))
+    attempt("parent's fd/1", lambda: open(f"/proc/{parent}/fd/1", "w").write("{}"))
+    attempt("raise the open-file limit", raise_limit)
+    attempt("write the scratch", lambda: open(os.path.join(scratch, "mine.txt"), "w").write("ok"))
+    attempt("read the runner's code", lambda: open(os.path.join(root, "graders", "isolation.py")).read(3))
+    attempt("read /proc/self", lambda: open("/proc/self/status").read(4))
+    attempt("torch", lambda: float(torch.arange(4.0).sum()))
+    attempt("DataLoader with 2 workers", loader)
+    attempt("kill its own child", own_child_killed)
+    print(json.dumps(results))
+''')
+
+REFUSED = ["append to a course file", "create a file in the course", "read solutions/", "read solutions/ through cat",
+           "list solutions/", "read a chapter's checks", "write the home folder", "write /tmp", "parent's mem",
+           "parent's environ", "parent's fd/1", "raise the open-file limit"]
+REFUSED_FROM_ABI_4 = ["TCP connect", "TCP bind"]
+REFUSED_FROM_ABI_6 = ["signal the parent"]
+ALLOWED = ["write the scratch", "read the runner's code", "read /proc/self", "torch", "DataLoader with 2 workers",
+           "kill its own child"]
+
+
+@pytest.fixture(scope="module")
+def attacked():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    scratch = tempfile.mkdtemp(prefix="course-confine-")
+    before = {p: p.read_bytes() for p in (ROOT / "graders" / "judge.py",)}
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), scratch, str(os.getpid()),
+                               str(listener.getsockname()[1])], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results = json.loads(done.stdout.strip().splitlines()[-1])
+        yield {"results": results, "scratch": scratch, "before": before}
+    finally:
+        listener.close()
+        for planted in (ROOT / "planted.py", Path.home() / "planted-by-a-student", Path("/tmp/planted-by-a-student")):
+            planted.unlink(missing_ok=True)
+
+
+@needs_landlock
+@pytest.mark.parametrize("attack", REFUSED + REFUSED_FROM_ABI_4 + REFUSED_FROM_ABI_6)
+def test_a_confined_process_is_refused(attacked, attack):
+    if attack in REFUSED_FROM_ABI_4 and SUPPORT.abi < 4 or attack in REFUSED_FROM_ABI_6 and SUPPORT.abi < 6:
+        pytest.skip(f"Landlock ABI {SUPPORT.abi} has no rule for it")
+    verdict, what = attacked["results"][attack]
+    assert verdict == "refused", f"{attack}: {what}"
+
+
+@needs_landlock
+@pytest.mark.parametrize("action", ALLOWED)
+def test_a_confined_process_still_does_its_work(attacked, action):
+    verdict, what = attacked["results"][action]
+    assert verdict == "allowed", f"{action}: {what}"
+
+
+@needs_landlock
+def test_nothing_outside_the_scratch_changed(attacked):
+    for path, content in attacked["before"].items():
+        assert path.read_bytes() == content
+    assert not (ROOT / "planted.py").exists()
+    assert not Path("/tmp/planted-by-a-student").exists()
+    assert (Path(attacked["scratch"]) / "mine.txt").read_text() == "ok"
+    assert any(e.startswith("Landlock ABI") for e in attacked["results"]["applied"])
+
+
+def test_reads_except_grants_everything_but_the_hidden_hierarchies(tmp_path):
+    for name in ("a/keep.py", "a/hidden/secret.py", "a/b/hidden2/x.py", "a/b/also.py", "c/d.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("#")
+    granted = confine.reads_except([str(tmp_path)], [str(tmp_path / "a/hidden"), str(tmp_path / "a/b/hidden2")])
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in granted) == ["a/b/also.py", "a/keep.py", "c"]
+    (tmp_path / "a/hidden/inner").mkdir()  # a path inside a hidden one (an answer file's folder under tests/)
+    assert confine.reads_except([str(tmp_path / "a/hidden/inner")], [str(tmp_path / "a/hidden")]) == []
+
+
+def test_proc_is_granted_without_any_other_process():
+    granted = confine.proc_reads()
+    pids = {p.split("/")[2] for p in granted if p.split("/")[2:3] and p.split("/")[2].isdigit()}
+    assert pids <= {str(os.getpid())}
+    if sys.platform.startswith("linux"):
+        assert "/proc/cpuinfo" in granted
+
+
+def test_without_landlock_a_required_confinement_refuses_before_changing_anything(monkeypatch):
+    import resource
+
+    monkeypatch.setattr(confine, "support", lambda: confine.Support(0, "no Landlock on this test's kernel"))
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with pytest.raises(OSError, match="no Landlock on this test's kernel"):
+        confine.apply(confine.Rules(), required=True)
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == before
+    assert "NOT confined" in confine.describe(confine.Applied(0, (), "no Landlock on this test's kernel"))
+
+
+def test_support_is_told_in_words():
+    found = confine.support()
+    assert found.available or found.reason
+    if sys.platform.startswith("linux") and found.available:
+        assert found.abi >= 1 and not found.reason
