@@ -30,6 +30,9 @@ if torch.distributed.is_available():
         _backend._ensure_backend_registered("gloo")
     del _backend
 wire.to_bytes(wire.encode(None))
+# What each runner may read beside its own answer (graders.confine): found once here, 3 ms a runner otherwise.
+isolation._static_reads(False)
+isolation._static_devices()
 
 # Where a GPU exists, nothing here may touch it, not even to ask whether it is there: torch.cuda.is_available()
 # counts devices, and from then on every child forked from this process fails its first CUDA call ("Cannot

@@ -241,8 +241,13 @@ def proc_reads() -> list[str]:
     if not os.path.isdir("/proc"):
         return []
     entries = [os.path.join("/proc", e) for e in sorted(os.listdir("/proc")) if not e.isdigit()]
-    return _existing([p for p in entries if os.path.realpath(p).split("/")[2:3] != [str(os.getpid())]]
-                     + [f"/proc/{os.getpid()}"])
+    # self, thread-self, net, mounts ... lead into a process's own directory: that one is granted for this process
+    return _existing([p for p in entries if not _in_a_process(os.path.realpath(p))] + [f"/proc/{os.getpid()}"])
+
+
+def _in_a_process(path: str) -> bool:
+    parts = path.split("/")
+    return len(parts) > 2 and parts[1] == "proc" and parts[2].isdigit()
 
 
 def reads_except(paths: Iterable[str], hidden: Iterable[str]) -> list[str]:

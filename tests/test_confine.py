@@ -179,3 +179,15 @@ def test_support_is_told_in_words():
     assert found.available or found.reason
     if sys.platform.startswith("linux") and found.available:
         assert found.abi >= 1 and not found.reason
+
+
+def test_a_runners_static_reads_hold_no_process_and_nothing_hidden():
+    """Found once in the forkserver and inherited by every runner: no /proc/<pid> (it would be the forkserver's,
+    its environment readable by every runner), and nothing beneath solutions/, the chapters' checks or tests/."""
+    from graders import isolation
+
+    reads = isolation._static_reads(False)
+    assert not [p for p in reads if p.split("/")[1:2] == ["proc"] and p.split("/")[2:3] and p.split("/")[2].isdigit()]
+    hidden = isolation.course_hidden()
+    assert not [p for p in reads for h in hidden if p == h or p.startswith(h + "/")]
+    assert any(p.endswith("/graders/isolation.py") for p in reads)  # the runner's own code stays readable
