@@ -668,7 +668,8 @@ class Runner:
 
     def confinement(self) -> dict[str, Any]:
         """What the runner's process may touch besides its scratch (graders.confine.Rules; a rank widens it)."""
-        return {"write": [exchange_folder(), exchange_folder(memory=True)], "tcp": False}
+        # the judge's exchange folders, where an exercise's checks made them (Exercise.writes_files) before it started
+        return {"write": [f for f in _EXCHANGE.values() if os.path.isdir(f)], "tcp": False}
 
 
 # ==================================================================================================
@@ -969,12 +970,23 @@ def _end_with_the_judge(alive: Any) -> None:
         except BaseException:  # noqa: BLE001 - EOF: the judge is gone or done
             pass
         end_every_child()
+        _remove_scratch(None)  # a judge killed outright cannot remove it any more
         if hasattr(os, "killpg"):
             with contextlib.suppress(OSError):
                 os.killpg(os.getpgrp(), signal.SIGKILL)
         os._exit(1)
 
     threading.Thread(target=watch, name="course-watchdog", daemon=True).start()
+
+
+_SCRATCH: list[str] = []  # inside a runner: its scratch folder
+
+
+def _remove_scratch(setup: dict | None) -> None:
+    import shutil
+
+    for folder in [setup["scratch"]] if setup and setup.get("scratch") else list(_SCRATCH):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -1065,6 +1077,7 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
         _serve_checks(conn, setup, alive)
     finally:  # however it ends, nothing the student's code started outlives it (double forks included)
         end_every_child()
+        _remove_scratch(setup)
 
 
 def _serve_checks(conn: Any, setup: dict, alive: Any = None) -> None:
@@ -1234,6 +1247,7 @@ def _static_devices() -> tuple[str, ...]:
 def _confine(setup: dict, notes: list[str]) -> None:
     """Everything the runner needs is imported; from here the operating system confines it (graders.confine)."""
     scratch = setup["scratch"]
+    _SCRATCH.append(scratch)
     os.chdir(scratch)
     for name in ("TMPDIR", "HOME"):
         os.environ[name] = scratch

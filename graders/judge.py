@@ -111,6 +111,11 @@ def run_checks(exercise: Exercise, source: StudentSource | None, device: torch.d
 
     ``keep``: take the runner from there when it served the same answer last, and leave this one there."""
     selected = exercise.select(checks)
+    if exercise.writes_files:  # before its runners start: they may write there (graders.confine)
+        from graders.isolation import exchange_folder
+
+        exchange_folder()
+        exchange_folder(memory=True)
     results: list[CheckResult] = []
     notes: list[str] = []
     runner: Runner | None = None

@@ -46,6 +46,10 @@ class Exercise:
     # Its checks use what imports torch's compiler stack on first use (torch._dynamo, sympy: 0.3-1 s), so the runners'
     # forkserver imports it first (graders.isolation.warm_up): a torch optimizer, FakeTensorMode, gradcheck.
     warm_compiler_stack: bool = False
+    # Its checks lay out files for the student's code (a checkpoint to write, a folder to rotate) in the judge's
+    # exchange folders (graders.isolation.exchange_folder), made before its runners start: they may write only there
+    # besides their own scratch.
+    writes_files: bool = False
     checks: list[Check] = dataclasses.field(default_factory=list)
 
     def check(self, points: int = 1) -> Callable[[CheckFunction], CheckFunction]:
@@ -91,11 +95,13 @@ def judge_only(function: Callable[..., Any]) -> Callable[..., Any]:
     return function
 
 
-def exercise(id: str, chapter: str, names: Iterable[str], *, warm_compiler_stack: bool = False) -> Exercise:
+def exercise(id: str, chapter: str, names: Iterable[str], *, warm_compiler_stack: bool = False,
+             writes_files: bool = False) -> Exercise:
     if id in REGISTRY:
         raise ValueError(f"exercise {id!r} is defined twice")
     module = sys._getframe(1).f_globals.get("__name__", "")
-    REGISTRY[id] = Exercise(id, chapter, tuple(names), module, warm_compiler_stack=warm_compiler_stack)
+    REGISTRY[id] = Exercise(id, chapter, tuple(names), module, warm_compiler_stack=warm_compiler_stack,
+                            writes_files=writes_files)
     return REGISTRY[id]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -115,6 +116,7 @@ def attacked():
         yield {"results": results, "scratch": scratch, "before": before}
     finally:
         listener.close()
+        shutil.rmtree(scratch, ignore_errors=True)
         for planted in (ROOT / "planted.py", Path.home() / "planted-by-a-student", Path("/tmp/planted-by-a-student")):
             planted.unlink(missing_ok=True)
 

@@ -84,3 +84,13 @@ def test_every_check_a_fixture_names_exists():
         names = {c.name for c in graders.get_exercise(path.parent.name).checks} | {"*"}
         unknown = set(expected.get("EXPECT_FAIL", {})) - names
         assert not unknown, f"{path.relative_to(ROOT)} names checks its exercise does not have: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_an_exercise_whose_checks_lay_out_files_says_so(exercise):
+    """A check that makes a folder for the student's code in the judge's exchange folder needs it made before the
+    runners start (Exercise.writes_files): a confined runner may write nowhere else (graders.confine)."""
+    module = importlib.import_module(exercise.module)
+    uses = "exchange_folder(" in Path(module.__file__).read_text()
+    assert exercise.writes_files == uses, (f"{exercise.id}: writes_files={exercise.writes_files}, but its module "
+                                           f"{'calls' if uses else 'never calls'} exchange_folder()")

@@ -48,7 +48,7 @@ from graders.student import Submission
 from graders.watch import file_events
 
 CHECKPOINT = exercise("checkpoint", chapter="07_checkpointing", names=["save_checkpoint", "load_checkpoint"],
-                      warm_compiler_stack=True)
+                      warm_compiler_stack=True, writes_files=True)
 
 
 # ==================================================================================================

@@ -31,7 +31,7 @@ from graders.registry import exercise, judge_only
 from graders.student import Submission, expect_error
 
 CHECKPOINT_FILES = exercise("checkpoint_files", chapter="07_checkpointing",
-                            names=["latest_checkpoint", "rotate_checkpoints"])
+                            names=["latest_checkpoint", "rotate_checkpoints"], writes_files=True)
 
 # Names that look like checkpoints and are not, each with the reason a student's pattern lets it through.
 # Their numbers are larger than any real checkpoint's, so accepting one changes the answer.
