@@ -804,7 +804,8 @@ def stops_on_divergence(student: Submission, device: torch.device) -> None:
     # that a cause for a wrong stop is named only when one mistake explains both (the first alone cannot tell
     # thresholds apart: its loss explodes).
     trials = [_sgd_diverging(device),
-              # seed 8: comparing with s_0, and ignoring the threshold, stop it where no other threshold does
+              # seed 8: ignoring the threshold stops it where no other threshold does, and the first run tells
+              # that apart from comparing with s_0 (an added threshold stops both runs as that does)
               _diverging(device, learnable=True, batches=30, seeds=(8, 3, 0, 1, 2, 4, 5, 6, 7),
                          tells_apart=("first", "default"), start_lr=1e-2, end_lr=100.0, num_iter=60, smooth=0.3,
                          diverge_threshold=2.0)]
