@@ -74,14 +74,6 @@ class Support:
     def available(self) -> bool:
         return self.abi > 0
 
-    @property
-    def tcp(self) -> bool:
-        return self.abi >= 4
-
-    @property
-    def scoping(self) -> bool:
-        return self.abi >= 6
-
 
 @dataclasses.dataclass(frozen=True)
 class Rules:
@@ -287,11 +279,3 @@ def describe(applied: Applied) -> str:
     if not applied.abi:
         return f"student code was NOT confined by the operating system ({applied.reason})"
     return "confined: " + "; ".join(applied.enforced)
-
-
-def denied(paths: Sequence[str], rules: Rules) -> list[str]:
-    """The paths of ``paths`` that ``rules`` grant no right to (what a test expects to be refused)."""
-    granted = [os.path.realpath(p) for p in (*rules.read, *rules.write, *rules.devices)]
-    return [p for p in paths
-            if not any(os.path.realpath(p) == g or os.path.realpath(p).startswith(g.rstrip("/") + "/")
-                       for g in granted)]
