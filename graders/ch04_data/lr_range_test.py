@@ -37,7 +37,7 @@ from graders import domain
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
-from graders.student import Submission, expect_error
+from graders.student import ErrorCase, Submission, expect_errors
 
 LR_RANGE_TEST = exercise("lr_range_test", chapter="04_data", names=["lr_range_test", "suggest_lr"],
                          warm_compiler_stack=True)
@@ -693,12 +693,13 @@ def validates_arguments(student: Submission, device: torch.device) -> None:
         (dict(start_lr=1e-4, end_lr=1e-2, num_iter=1), "num_iter < 2",
          "num_iter == 1 must be rejected too: the test is num_iter < 2 (one iteration has no i / (num_iter - 1))"),
     ]
-    for kwargs, why, boundary in cases:
-        args = _build(spec, device)  # model and optimizer pickled together: the optimizer keeps its params
-        shown = ", ".join(f"{k}={show_number(v)}" for k, v in kwargs.items())
-        expect_error(student, ValueError, "lr_range_test", args, kwargs=kwargs, why=why,
-                     call=f"lr_range_test(model, optimizer, loss_fn, loader, {shown})",
-                     **({"cause": boundary, "other_error_cause": boundary} if boundary else {}))
+    expect_errors(student, ValueError, "lr_range_test", [
+        ErrorCase(_build(spec, device), kwargs=kwargs, why=why, hint=boundary, other_hint=boundary,
+                  # model and optimizer pickled together: the optimizer keeps its params
+                  call=f"lr_range_test(model, optimizer, loss_fn, loader, "
+                       f"{', '.join(f'{k}={show_number(v)}' for k, v in kwargs.items())})")
+        for kwargs, why, boundary in cases],
+        missing_check="no argument is checked before the sweep: none of these invalid calls raised")
     # Valid values next to the invalid ones must run a sweep that trains: raising, or doing nothing, is
     # not validation.
     for kwargs in (dict(start_lr=5e-3, end_lr=5e-3 * (1 + 1e-6), num_iter=2),
@@ -1085,32 +1086,44 @@ def _is(got: Any, known: Any) -> bool:
             and math.isclose(float(got), known, rel_tol=1e-12))
 
 
+def _suggest_text(lrs: list[float], skips: dict) -> str:
+    return f"suggest_lr(lrs, losses{''.join(f', {k}={v}' for k, v in skips.items())}) with {len(lrs)} points"
+
+
 def _call_suggest(student: Submission, lrs: list[float], losses: list[float], skips: dict) -> Any:
-    skip_start, skip_end = skips.get("skip_start", 10), skips.get("skip_end", 5)
-    remain = len(_trimmed(losses, skip_start, skip_end))
-    call = f"suggest_lr(lrs, losses{''.join(f', {k}={v}' for k, v in skips.items())}) with {len(lrs)} points"
+    """What suggest_lr returned; a ValueError it raised is returned too (as the StudentCodeError), to be judged
+    with the answers to the other cases (_expect_suggestions); anything else it raised fails here."""
+    call = _suggest_text(lrs, skips)
     try:
         got = student.call("suggest_lr", lrs, losses, **skips)
     except StudentCodeError as exc:
         if exc.error.is_instance(ValueError):
-            cause = ("losses[skip_start:-skip_end] is empty when skip_end == 0 (-0 is 0); slice up to "
-                     "len(losses) - skip_end" if skip_end == 0 else
-                     "the test must be 'fewer than 2', not 'fewer than 3'" if remain == 2 else None)
-            fail(f"{call} raised ValueError although {remain} points remain after trimming\n  "
-                 f"{exc.error.describe()}" + (f"\n  likely cause: {cause}" if cause else ""))
+            return exc
         raise exc.within(call) from None
     if isinstance(got, (torch.Tensor, np.ndarray)):
-        fail(f"{call} returned a {type_name(got)} ({show(got)}); it must return the learning rate as a Python "
-             "float: float(lrs[index]) (the lrs are a list of floats; converting them to a float32 tensor also "
-             "loses precision)")
+        fail(f"{call} returned a {type_name(got)} ({show(got)}); it must return the learning "
+             "rate as a Python float: float(lrs[index]) (the lrs are a list of floats; converting them to a float32 "
+             "tensor also loses precision)")
     return got
+
+
+@judge_only
+def _raising_mistakes(losses: list[float], skip_start: int, skip_end: int) -> dict[str, bool]:
+    """Catalogued mistakes that raise ValueError although 2 or more points remain: whether each raises on this
+    input (where it does not, its answer is the specification's)."""
+    return {
+        "losses[skip_start:-skip_end] is empty when skip_end == 0 (-0 is 0); slice up to len(losses) - skip_end":
+            len(list(losses)[skip_start:-skip_end]) < 2,
+        "the test must be 'fewer than 2', not 'fewer than 3'": len(_trimmed(losses, skip_start, skip_end)) < 3,
+    }
 
 
 def _expect_suggestions(student: Submission, cases: list, what: str) -> None:
     """Every case's answer is lrs at the most negative numpy.gradient of the trimmed losses.
 
     All cases are answered first: a mistake is named only when it explains the answer to every case (one
-    input alone often gives the same lr for several mistakes, or for a guess).
+    input alone often gives the same lr, or the same ValueError, for several mistakes: a ValueError on
+    skip_start=0, skip_end=0 fits both "-skip_end" and a slice that starts one point early).
     """
     answers = [_call_suggest(student, lrs, losses, skips) for (lrs, losses), skips in cases]
     wrong = None
@@ -1118,18 +1131,29 @@ def _expect_suggestions(student: Submission, cases: list, what: str) -> None:
     for ((lrs, losses), skips), got in zip(cases, answers):
         skip_start, skip_end = skips.get("skip_start", 10), skips.get("skip_end", 5)
         expected = _expected_suggestion(lrs, losses, skip_start, skip_end)
+        right = isinstance(got, float) and math.isclose(got, expected, rel_tol=1e-12)
         for cause, known in _known_suggestions(lrs, losses, skip_start, skip_end).items():
             explained[cause] = explained.get(cause, True) and _is(got, known)
-        right = isinstance(got, float) and math.isclose(got, expected, rel_tol=1e-12)
+        raised = isinstance(got, StudentCodeError)
+        for cause, raises in _raising_mistakes(losses, skip_start, skip_end).items():
+            explained[cause] = explained.get(cause, True) and (raised if raises else right)
         if not right and wrong is None:
             wrong = (lrs, losses, skips, got, expected)
     if wrong is None:
         return
     lrs, losses, skips, got, expected = wrong
-    known = _known_suggestions(lrs, losses, skips.get("skip_start", 10), skips.get("skip_end", 5))
+    skip_start, skip_end = skips.get("skip_start", 10), skips.get("skip_end", 5)
+    call = _suggest_text(lrs, skips)
+    if isinstance(got, StudentCodeError):
+        causes = [cause for cause in _raising_mistakes(losses, skip_start, skip_end) if explained[cause]]
+        remain = len(_trimmed(losses, skip_start, skip_end))
+        fail(f"{call} raised ValueError although {remain} points remain after trimming\n  {got.error.describe()}"
+             + (f"\n  likely cause: {causes[0]}" if len(causes) == 1 else ""))
+    known = _known_suggestions(lrs, losses, skip_start, skip_end)
     causes = [cause for cause, value in known.items() if explained[cause] and not _is(expected, value)]
-    call = f"suggest_lr(lrs, losses{''.join(f', {k}={v}' for k, v in skips.items())}) with {len(lrs)} points"
-    fail_mismatch(what, given=f"{call}; lrs = {_short(lrs, 4)}, losses = {_short(losses, 4)}",
+    left = len(_trimmed(losses, skip_start, skip_end))
+    fail_mismatch(what, given=f"{call} ({left} remain after trimming); lrs = {_short(lrs, 4)}, "
+                              f"losses = {_short(losses, 4)}",
                   expected=f"{show_number(expected)} (lrs[{lrs.index(expected)}])",
                   got=f"{show(got)} ({type_name(got)})",
                   cause=" OR ".join(causes) if causes else None)
@@ -1157,20 +1181,23 @@ def suggest_lr_steepest_descent(student: Submission, device: torch.device) -> No
 def suggest_lr_too_few_points(student: Submission, device: torch.device) -> None:
     """suggest_lr raises ValueError when fewer than 2 points remain after trimming, and not when 2 do."""
     rng = random.Random(5)
+    too_few = []
     for n, skips, why in [(16, {}, "only 1 point remains (16 - 10 - 5)"),
                           (12, {}, "no point remains (12 - 10 - 5 < 0)"),
                           (5, dict(skip_start=0, skip_end=4), "only 1 point remains"),
                           (3, dict(skip_start=2, skip_end=0), "only 1 point remains"),
                           (0, dict(skip_start=0, skip_end=0), "there are no points at all")]:
         lrs, losses = _loss_curve(rng, max(n, 2), steep_at=n // 2)
-        shown = "".join(f", {k}={v}" for k, v in skips.items())
-        expect_error(student, ValueError, "suggest_lr", (lrs[:n], losses[:n]), kwargs=skips, why=why,
-                     call=f"suggest_lr(lrs, losses{shown}) with {n} points")
+        too_few.append(ErrorCase((lrs[:n], losses[:n]), _suggest_text(lrs[:n], skips), why, kwargs=skips))
+    expect_errors(student, ValueError, "suggest_lr", too_few,
+                  missing_check="no check of how many points remain after trimming: none of these calls raised")
+    # Exactly 2 points left, then 3: a mistake that refuses 2 ('fewer than 3') answers 3 right, while a slice that
+    # starts one point late (refusing 2 as well) does not; without the 3s no cause could be named for either.
     cases = [(_loss_curve(rng, n, steep_at=n // 2), skips) for n, skips in
              [(17, {}), (2, dict(skip_start=0, skip_end=0)), (6, dict(skip_start=4, skip_end=0)),
-              (9, dict(skip_start=3, skip_end=4))]]
-    _expect_suggestions(student, cases, "suggest_lr picked the wrong learning rate when exactly 2 points remain "
-                                        "after trimming")
+              (9, dict(skip_start=3, skip_end=4)), (18, {}), (3, dict(skip_start=0, skip_end=0)),
+              (8, dict(skip_start=1, skip_end=4))]]
+    _expect_suggestions(student, cases, "suggest_lr picked the wrong learning rate with few points left")
     _expect_generated_suggestions(student, 200, "suggest_lr, with 2 points or fewer left after trimming", valid=None)
 
 

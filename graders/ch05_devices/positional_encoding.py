@@ -32,7 +32,7 @@ from graders.compare import difference, dtype_name, show
 from graders.isolation import StudentRaised
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
-from graders.student import Submission, expect_error
+from graders.student import ErrorCase, Submission, expect_errors
 
 POSITIONAL_ENCODING = exercise("positional_encoding", chapter="05_devices", names=["PositionalEncoding"],
                                warm_compiler_stack=True)  # FakeTensorMode
@@ -520,9 +520,8 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
             raise exc.within(f"{_label(args)} (valid arguments)") from None
     bad = [((7,), "dim is odd"), ((3, 10), "dim is odd"), ((1,), "dim < 2 (and odd)"), ((0,), "dim < 2"),
            ((-2,), "dim < 2"), ((4, 0), "max_len < 1"), ((8, -3), "max_len < 1")]
-    for args, why in bad:
-        expect_error(student, ValueError, "PositionalEncoding", args, call=_label(args), why=why,
-                     cause="a missing check at the top of __init__")
+    expect_errors(student, ValueError, "PositionalEncoding", [ErrorCase(args, _label(args), why) for args, why in bad],
+                  missing_check="no check of dim and max_len at the top of __init__: none of these raised")
     # Generated: every invalid combination, by position or keyword (one request for all).
     calls = domain.draw(generate_bad_arguments, 100, size=lambda c: (len(c[0]) + len(c[1]), abs(c[0][0])))
     seen = _in_chunks(student, bad_arguments_scenario, [(args, kwargs) for args, kwargs, _ in calls])

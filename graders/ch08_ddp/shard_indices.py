@@ -32,7 +32,7 @@ from graders.compare import show
 from graders.isolation import RunnerStudent, StudentRaised
 from graders.outcomes import StudentCodeError, StudentError, fail, fail_mismatch
 from graders.registry import exercise, judge_only
-from graders.student import Submission, expect_error
+from graders.student import ErrorCase, Submission, expect_errors
 
 SHARD_INDICES = exercise("shard_indices", chapter="08_ddp", names=["shard_indices"])
 
@@ -609,12 +609,16 @@ def does_not_use_the_sampler(student: Submission, device: Any) -> None:
 def invalid_rank_raises_value_error(student: Submission, device: Any) -> None:
     """ValueError unless 0 <= rank < world_size (rank == world_size, a negative rank, world_size 0)."""
     _check_cases(student, [Case(6, 2, 3, (("shuffle", False),))])  # the last valid rank works
-    for num_samples, rank, world_size in [(6, 3, 3), (6, -1, 3), (10, 4, 2), (4, 0, 0)]:
-        expect_error(student, ValueError, "shard_indices", (num_samples, rank, world_size),
-                     call=f"shard_indices({num_samples}, {rank}, {world_size})",
-                     why=f"rank must satisfy 0 <= rank < world_size (rank {rank}, world_size {world_size})",
-                     cause="a missing or off-by-one check of rank at the top of the function (rank == world_size "
-                           "and negative ranks are invalid)")
+    hints = {(6, 3, 3): "an off-by-one test: rank == world_size is invalid too (rank >= world_size, not rank > "
+                        "world_size)",
+             (6, -1, 3): "negative ranks are let through (a negative index counts from the end): test rank < 0 too",
+             (4, 0, 0): "world_size 0 is let through: no rank satisfies 0 <= rank < 0"}
+    expect_errors(student, ValueError, "shard_indices",
+                  [ErrorCase((n, rank, size), f"shard_indices({n}, {rank}, {size})",
+                             f"rank must satisfy 0 <= rank < world_size (rank {rank}, world_size {size})",
+                             hint=hints.get((n, rank, size)))
+                   for n, rank, size in [(6, 3, 3), (6, -1, 3), (10, 4, 2), (4, 0, 0)]],
+                  missing_check="no check of rank at the top of the function: none of these invalid ranks raised")
     # Generated: every way of breaking 0 <= rank < world_size, combined with every option and num_samples.
     cases = domain.draw(generate_invalid_case, 200, size=case_size)
     observed = observed_in_batches(student, cases, len(cases))

@@ -3,7 +3,7 @@ import math
 
 import torch
 
-EXPECT_FAIL = {'invalid_rank_raises_value_error': 'a missing or off-by-one check of rank'}
+EXPECT_FAIL = {'invalid_rank_raises_value_error': 'an off-by-one test: rank == world_size is invalid too'}
 
 
 def shard_indices(num_samples, rank, world_size, *, shuffle=True, seed=0, epoch=0, drop_last=False):
