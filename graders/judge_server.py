@@ -505,6 +505,7 @@ def client() -> JudgeClient:
 
 
 def main(argv: list[str] | None = None) -> None:
+    global SHARED_IO_TIMEOUT_S
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m graders.judge_server")
@@ -512,7 +513,13 @@ def main(argv: list[str] | None = None) -> None:
                         "until stdin closes (make grade's workers); without it, one kernel over stdin and stdout")
     parser.add_argument("--exercises", metavar="ID,ID", help="with --listen: the only exercises it will be asked "
                         "to grade (another still is, with a colder start)")
+    parser.add_argument("--io-timeout", metavar="S", type=float, default=SHARED_IO_TIMEOUT_S,
+                        help=f"with --listen: seconds a kernel may take to write one request or read one reply "
+                             f"before it is dropped (default {SHARED_IO_TIMEOUT_S:g})")
     args = parser.parse_args(argv)
+    if args.io_timeout <= 0:
+        parser.error("--io-timeout must be above 0")
+    SHARED_IO_TIMEOUT_S = args.io_timeout  # read where each connection is accepted; the cold helper forks after
     if args.listen:
         serve_shared(args.listen, args.exercises.split(",") if args.exercises else None)
     else:

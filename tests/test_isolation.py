@@ -73,7 +73,9 @@ def test_hostile_answer_is_judged_correctly(path, tmp_path):
     copy = tmp_path / path.name  # what an answer writes next to itself lands there, not in the repository
     copy.write_text(path.read_text())
     start = time.perf_counter()
-    report = graders.check_file("is_contiguous", str(copy), device="cpu", timeout=2.0)
+    # An answer that loops runs into every check's limit: 1 s each instead of 2 keeps 6 s of make test.
+    limit = 1.0 if "did not finish" in expected.get("words", "") else 2.0
+    report = graders.check_file("is_contiguous", str(copy), device="cpu", timeout=limit)
     _nothing_planted(expected)
     judge_verdict(report, expected, path.stem)
     assert time.perf_counter() - start < 40
