@@ -10,7 +10,8 @@ inherited by every process the student's code starts, and cannot be undone from 
   ABI 4 no TCP ``bind`` or ``connect`` unless ``Rules.tcp``; from ABI 6 no signal to, and no abstract UNIX
   socket of, any process outside the sandbox. Landlock itself refuses ``ptrace`` of a process outside the
   sandbox, and so ``/proc/<pid>/mem``, ``environ`` and ``fd/*`` of the judge;
-- **rlimits**: open files, the size of any one file written, no core dumps.
+- **rlimits**: open files, the size of any one file written, processes and threads (``RLIMIT_NPROC``, which
+  the kernel does not apply to root), no core dumps.
 
 The kernel's ABI is queried and what it offers is used (``support()``); where there is no Landlock (macOS,
 Windows, an old kernel, a container that filters the system calls) nothing is applied and ``support()`` says why,
@@ -84,7 +85,8 @@ class Rules:
     devices: tuple[str, ...] = ()  # files to read and write (/dev/null; a GPU's device files, with ioctl)
     tcp: bool = False             # TCP bind and connect allowed (the gloo ranks of one multi-rank check)
     open_files: int = 1024        # RLIMIT_NOFILE
-    file_bytes: int = 1 << 30     # RLIMIT_FSIZE: no one file grows past this
+    file_bytes: int = 1 << 28     # RLIMIT_FSIZE: no one file grows past 256 MiB (a checkpoint of the course: KBs)
+    processes: int | None = None  # RLIMIT_NPROC: processes and threads of this user (root is exempt: see apply)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +183,12 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
         _limit("RLIMIT_FSIZE", rules.file_bytes)
         _limit("RLIMIT_CORE", 0)
         enforced.append(f"at most {rules.open_files} open files, {rules.file_bytes >> 20} MiB per file")
+        if rules.processes is not None:
+            _limit("RLIMIT_NPROC", rules.processes)
+            # The kernel does not hold root (or CAP_SYS_RESOURCE) to RLIMIT_NPROC: there a fork storm is bounded
+            # only by the check's time limit, and the runner ends every process it started.
+            if os.geteuid() != 0:
+                enforced.append(f"at most {rules.processes} processes and threads of this user")
     if not found.available:
         return Applied(0, tuple(enforced), found.reason)
     abi = found.abi

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import importlib
 import io
@@ -730,6 +731,23 @@ def _is_memory_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "DefaultCPUAllocator" in text)
 
 
+def _limit_reached(exc: BaseException) -> str | None:
+    """Which of the grading process's limits (graders.confine) the exception says was reached, and how much it
+    is; None when it says none. Only errors that name the limit themselves: too many open files (EMFILE), a file
+    too large (EFBIG), no new process or thread (EAGAIN from fork, "can't start new thread") under a process limit."""
+    files, size = (os.environ.get("_COURSE_FILE_LIMITS") or ",").split(",")
+    processes = os.environ.get(PROCESS_LIMIT_ENV)
+    if isinstance(exc, OSError) and exc.errno == errno.EMFILE and files:
+        return f"the limit of {files} open files a check may hold was reached: close the files you open"
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG and size:
+        return f"the limit of {int(size) >> 20} MiB per file was reached"
+    if processes and ((isinstance(exc, BlockingIOError) and exc.errno == errno.EAGAIN)
+                      or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc))):
+        return (f"no new process or thread could start: a check may add at most {processes} processes and threads "
+                "(an endless loop of fork, Process or Thread?)")
+    return None
+
+
 def describe_exception(exc: BaseException, files: set[str], label: str) -> StudentError:
     """The facts of a student exception: type, message, the student's own line."""
     cls = type(exc)
@@ -749,6 +767,8 @@ def describe_exception(exc: BaseException, files: set[str], label: str) -> Stude
         kind = "memory"
         summary = (f"ran out of memory ({text}); the grading process allows your code "
                    f"{limit} MiB more than it starts with" if limit else f"ran out of memory ({text})")
+    elif (limit := _limit_reached(exc)) is not None:
+        summary = f"{summary} ({limit})"
     elif isinstance(exc, SystemExit):
         summary = f"called sys.exit({exc.code!r}) (or raised SystemExit); a function must return, not exit"
     elif isinstance(exc, KeyboardInterrupt):
@@ -1220,7 +1240,23 @@ def confinement_rules(setup: dict) -> Any:
     reads += confine.reads_except(here, hidden)
     extra = setup["confinement"]
     return confine.Rules(read=tuple(reads), write=(setup["scratch"], "/dev/shm", *extra["write"]),
-                         devices=_static_devices(), tcp=extra["tcp"])
+                         devices=_static_devices(), tcp=extra["tcp"], processes=process_limit())
+
+
+PROCESS_ALLOWANCE = 512  # processes and threads a runner may add (a DataLoader's workers and their threads: ~50)
+PROCESS_LIMIT_ENV = "_COURSE_PROCESS_LIMIT"
+
+
+def process_limit() -> int | None:
+    """RLIMIT_NPROC for a runner: every task on the machine now (an upper bound of this user's, which is what the
+    kernel counts; one read of /proc/loadavg, where a walk of /proc costs milliseconds) plus PROCESS_ALLOWANCE.
+    A fork storm stops there, with an error the student's code sees (``BlockingIOError``). None off Linux."""
+    try:
+        with open("/proc/loadavg") as f:
+            total = int(f.read().split()[3].split("/")[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return total + PROCESS_ALLOWANCE
 
 
 @functools.lru_cache(maxsize=2)
@@ -1261,7 +1297,11 @@ def _confine(setup: dict, notes: list[str]) -> None:
     from graders import confine, registry
 
     registry.load_all_chapters()  # a runner started by spawn: every check's scenarios, before they become unreadable
-    applied = confine.apply(confinement_rules(setup), required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
+    rules = confinement_rules(setup)
+    if rules.processes is not None and os.geteuid() != 0:  # (root is not held to it: confine.apply)
+        os.environ[PROCESS_LIMIT_ENV] = str(PROCESS_ALLOWANCE)
+    os.environ["_COURSE_FILE_LIMITS"] = f"{rules.open_files},{rules.file_bytes}"
+    applied = confine.apply(rules, required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
     if not applied.abi:
         notes.append(UNCONFINED_NOTE + applied.reason)
 

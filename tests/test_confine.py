@@ -193,3 +193,51 @@ def test_a_runners_static_reads_hold_no_process_and_nothing_hidden():
     hidden = isolation.course_hidden()
     assert not [p for p in reads for h in hidden if p == h or p.startswith(h + "/")]
     assert any(p.endswith("/graders/isolation.py") for p in reads)  # the runner's own code stays readable
+
+
+# A process that is not root: confine.apply holds it to Rules.processes, and a fork storm is refused there, with an
+# error its code sees. (Root, as this suite often runs, is exempt from RLIMIT_NPROC: the kernel's rule. There a storm is
+# bounded by the check's time limit, and the runner ends every process: tests/hostile/starts_a_fork_storm.py.)
+_STORM = textwrap.dedent('''
+    import json, os, resource, sys, time  # everything imported before the user changes (it may not read them)
+    sys.path.insert(0, sys.argv[1])
+    from graders import confine
+    if os.geteuid() == 0:
+        os.setgid(65534)
+        os.setuid(65534)  # nobody: what a student's laptop account is to the kernel
+    with open("/proc/loadavg") as f:
+        total = int(f.read().split()[3].split("/")[1])
+    limit = total + 40
+    applied = confine.apply(confine.Rules(processes=limit))
+    children, refused = [], None
+    while len(children) < 400:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            refused = f"{type(exc).__name__} {exc.errno}"
+            break
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        children.append(pid)
+    for pid in children:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    print(json.dumps({"started": len(children), "refused": refused, "applied": list(applied.enforced), "limit": limit}))
+''')
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not sys.platform.startswith("linux"), reason="RLIMIT_NPROC: Linux")
+def test_a_fork_storm_of_a_user_that_is_not_root_is_refused_at_its_process_limit():
+    if os.geteuid() == 0 and not os.access(sys.executable, os.X_OK):
+        pytest.skip("the interpreter cannot be run as nobody here")
+    done = subprocess.run([sys.executable, "-c", _STORM, str(ROOT)], capture_output=True, text=True, timeout=120,
+                          cwd="/")
+    if os.geteuid() == 0 and "Permission denied" in done.stderr:
+        pytest.skip(f"nobody cannot run this interpreter or read the course: {done.stderr[-200:]}")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["refused"] == "BlockingIOError 11", result  # EAGAIN: the limit, not something else
+    # The limit is every task on the machine then, plus 40 (graders.isolation.process_limit's rule): nobody had none.
+    assert 0 < result["started"] <= result["limit"] < 400, result
+    assert any("processes and threads" in what for what in result["applied"]), result
