@@ -136,6 +136,13 @@ def test_the_reference_survives_and_a_mutant_of_it_is_killed(tmp_path):
     assert "ValueError" in failure["message"]  # what the student reads is kept for the list of named causes
 
 
+def test_only_grades_the_mutants_it_names(tmp_path):
+    """--only N,N settles a few survivors without grading the others (ddp_accumulation's rounds cost minutes)."""
+    dropped = next(m for m in mutation.mutants("shard_indices") if m.description == "raise dropped")
+    result = mutation.run_exercise("shard_indices", tmp_path, equivalence_runs=False, only={dropped.number})
+    assert result.mutants == 1 and result.killed == 1, result
+
+
 def test_the_cause_a_message_names_is_read_from_it_and_none_is_invented():
     message = ("shard_indices(10, 3, rank=1) returned [1, 4, 7] (likely cause: the padding was dropped).\n"
                "expected [1, 4, 7, 0]")
