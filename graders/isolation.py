@@ -80,6 +80,11 @@ NOTE_CHARS = 300
 # likely an endless loop, which would hold a core until its time limit: lower_priority() then gives it only the
 # CPU nothing else wants.
 LOWER_PRIORITY_AFTER_S = 3.0
+# The runner's scratch folder (its working folder, TMPDIR and HOME) may hold at most this much: RLIMIT_FSIZE bounds
+# one file, not how many. Measured by the judge while it waits (every SCRATCH_WATCH_S) and after every reply.
+SCRATCH_LIMIT_BYTES = 1 << 29  # 512 MiB: the course's answers write kilobytes
+SCRATCH_WATCH_S = 0.05  # every poll. A write is bounded so, by the disk's speed; posix_fallocate of many files is not
+# (gigabytes in 50 ms): that needs a scratch of bounded size (a tmpfs in a mount namespace), not yet built.
 
 _GRADERS_DIR = str(Path(__file__).resolve().parent)
 _SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")
@@ -500,7 +505,7 @@ class Runner:
         (``lower``: not while it starts, which is the grader's own work)."""
         from graders import wire
 
-        started = time.monotonic()
+        started = watched = time.monotonic()
         deadline = None if not timeout else started + timeout
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -521,6 +526,10 @@ class Runner:
                 self._died(waiting_for)
             if not self.process.is_alive() and not self._conn.poll(0):
                 self._died(waiting_for)
+            if time.monotonic() - watched >= SCRATCH_WATCH_S:
+                self._watch_scratch()
+                watched = time.monotonic()
+        self._watch_scratch()
         try:
             kind, body, notes = wire.from_bytes(data)
         except Exception:  # noqa: BLE001 - the reply was forged or broken by the student's code
@@ -546,6 +555,18 @@ class Runner:
         if kind == "grader_error":
             raise GraderBroke(body)
         raise GraderBroke(f"the runner sent an unknown reply {kind!r}")
+
+    def _watch_scratch(self) -> None:
+        """Stop the runner once its scratch holds more than SCRATCH_LIMIT_BYTES (files written there by it and by
+        every process it started); the check fails with the limit named."""
+        held = scratch_bytes(self._scratch, SCRATCH_LIMIT_BYTES)
+        if held <= SCRATCH_LIMIT_BYTES:
+            return
+        self.kill()
+        self._dead = StudentCodeError(StudentError(
+            "limit", f"wrote more than {SCRATCH_LIMIT_BYTES >> 20} MiB into its scratch folder (the limit of what a "
+                      "check's files may hold) and was stopped: write less, or delete what you no longer need"))
+        raise self._dead
 
     def _died(self, waiting_for: str | None) -> None:
         self.process.join(2)
@@ -1045,6 +1066,23 @@ def end_every_child(rounds: int = 50) -> None:
         for pid in children:
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
+
+
+def scratch_bytes(folder: str, stop_above: int | None = None) -> int:
+    """The bytes the files under ``folder`` take on disk (allocated blocks: a sparse file counts what it holds),
+    symlinks not followed; the walk ends early once ``stop_above`` is passed."""
+    total, stack = 0, [folder]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    else:
+                        total += entry.stat(follow_symlinks=False).st_blocks * 512
+                if stop_above is not None and total > stop_above:
+                    return total
+    return total
 
 
 def descendants(pid: int) -> list[int]:

@@ -58,8 +58,9 @@ class StudentError:
     """Why the student's code did not finish, as facts (never parsed back out of a message).
 
     ``kind``: ``raised``, ``timeout``, ``memory``, ``exited``, ``crashed``, ``missing``, ``syntax``,
-    ``unsendable`` (a notebook answer that cannot be copied to the grading process) or ``forbidden``
-    (importing the course's reference answers).
+    ``unsendable`` (a notebook answer that cannot be copied to the grading process), ``forbidden``
+    (importing the course's reference answers) or ``limit`` (a limit of the grading process the judge enforces
+    from outside was reached: the scratch folder's size).
     """
 
     kind: str

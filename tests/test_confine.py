@@ -210,7 +210,7 @@ _STORM = textwrap.dedent('''
     limit = total + 40
     applied = confine.apply(confine.Rules(processes=limit))
     children, refused = [], None
-    while len(children) < 400:
+    while len(children) < limit + 50:  # past the limit, whatever the machine runs
         try:
             pid = os.fork()
         except OSError as exc:
@@ -239,5 +239,5 @@ def test_a_fork_storm_of_a_user_that_is_not_root_is_refused_at_its_process_limit
     result = json.loads(done.stdout)
     assert result["refused"] == "BlockingIOError 11", result  # EAGAIN: the limit, not something else
     # The limit is every task on the machine then, plus 40 (graders.isolation.process_limit's rule): nobody had none.
-    assert 0 < result["started"] <= result["limit"] < 400, result
+    assert 0 < result["started"] <= result["limit"], result
     assert any("processes and threads" in what for what in result["applied"]), result
