@@ -756,17 +756,33 @@ def _limit_reached(exc: BaseException) -> str | None:
     """Which of the grading process's limits (graders.confine) the exception says was reached, and how much it
     is; None when it says none. Only errors that name the limit themselves: too many open files (EMFILE), a file
     too large (EFBIG), no new process or thread (EAGAIN from fork, "can't start new thread") under a process limit."""
-    files, size = (os.environ.get("_COURSE_FILE_LIMITS") or ",").split(",")
+    files, size = (os.environ.get(FILE_LIMITS_ENV) or ",").split(",")
     processes = os.environ.get(PROCESS_LIMIT_ENV)
     if isinstance(exc, OSError) and exc.errno == errno.EMFILE and files:
         return f"the limit of {files} open files a check may hold was reached: close the files you open"
     if isinstance(exc, OSError) and exc.errno == errno.EFBIG and size:
         return f"the limit of {int(size) >> 20} MiB per file was reached"
+    # EAGAIN is also a non-blocking socket's "not yet": the limit is named only when a fork is refused right now.
     if processes and ((isinstance(exc, BlockingIOError) and exc.errno == errno.EAGAIN)
-                      or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc))):
+                      or (isinstance(exc, RuntimeError) and "can't start new thread" in str(exc))) and _fork_refused():
         return (f"no new process or thread could start: a check may add at most {processes} processes and threads "
                 "(an endless loop of fork, Process or Thread?)")
     return None
+
+
+def _fork_refused() -> bool:
+    """Whether this process may not start another one now (the process limit reached)."""
+    try:
+        pid = os.fork()
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    if pid == 0:
+        os._exit(0)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+    return False
 
 
 def describe_exception(exc: BaseException, files: set[str], label: str) -> StudentError:
@@ -1282,7 +1298,8 @@ def confinement_rules(setup: dict) -> Any:
 
 
 PROCESS_ALLOWANCE = 512  # processes and threads a runner may add (a DataLoader's workers and their threads: ~50)
-PROCESS_LIMIT_ENV = "_COURSE_PROCESS_LIMIT"
+PROCESS_LIMIT_ENV = "_COURSE_PROCESS_LIMIT"  # the allowance, where the kernel enforces it (not for root)
+FILE_LIMITS_ENV = "_COURSE_FILE_LIMITS"  # "open files,bytes per file", for the messages of _limit_reached
 
 
 def process_limit() -> int | None:
@@ -1338,7 +1355,7 @@ def _confine(setup: dict, notes: list[str]) -> None:
     rules = confinement_rules(setup)
     if rules.processes is not None and os.geteuid() != 0:  # (root is not held to it: confine.apply)
         os.environ[PROCESS_LIMIT_ENV] = str(PROCESS_ALLOWANCE)
-    os.environ["_COURSE_FILE_LIMITS"] = f"{rules.open_files},{rules.file_bytes}"
+    os.environ[FILE_LIMITS_ENV] = f"{rules.open_files},{rules.file_bytes}"
     applied = confine.apply(rules, required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
     if not applied.abi:
         notes.append(UNCONFINED_NOTE + applied.reason)

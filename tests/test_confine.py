@@ -202,6 +202,7 @@ _STORM = textwrap.dedent('''
     import json, os, resource, sys, time  # everything imported before the user changes (it may not read them)
     sys.path.insert(0, sys.argv[1])
     from graders import confine
+    from graders.isolation import PROCESS_LIMIT_ENV, describe_exception
     if os.geteuid() == 0:
         os.setgid(65534)
         os.setuid(65534)  # nobody: what a student's laptop account is to the kernel
@@ -209,12 +210,14 @@ _STORM = textwrap.dedent('''
         total = int(f.read().split()[3].split("/")[1])
     limit = total + 40
     applied = confine.apply(confine.Rules(processes=limit))
-    children, refused = [], None
+    os.environ[PROCESS_LIMIT_ENV] = "40"  # as the runner says it (graders.isolation._confine)
+    children, refused, message = [], None, ""
     while len(children) < limit + 50:  # past the limit, whatever the machine runs
         try:
             pid = os.fork()
         except OSError as exc:
             refused = f"{type(exc).__name__} {exc.errno}"
+            message = describe_exception(exc, set(), "storm").summary  # what the student reads, still at the limit
             break
         if pid == 0:
             time.sleep(30)
@@ -223,7 +226,9 @@ _STORM = textwrap.dedent('''
     for pid in children:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
-    print(json.dumps({"started": len(children), "refused": refused, "applied": list(applied.enforced), "limit": limit}))
+    after = describe_exception(BlockingIOError(11, "Resource temporarily unavailable"), set(), "storm").summary
+    print(json.dumps({"started": len(children), "refused": refused, "applied": list(applied.enforced), "limit": limit,
+                      "message": message, "after": after}))
 ''')
 
 
@@ -241,3 +246,7 @@ def test_a_fork_storm_of_a_user_that_is_not_root_is_refused_at_its_process_limit
     # The limit is every task on the machine then, plus 40 (graders.isolation.process_limit's rule): nobody had none.
     assert 0 < result["started"] <= result["limit"], result
     assert any("processes and threads" in what for what in result["applied"]), result
+    # The message names the limit while it is reached, and not for an EAGAIN once processes can start again (a
+    # non-blocking socket's "not yet" is EAGAIN too).
+    assert "no new process or thread could start: a check may add at most 40" in result["message"], result
+    assert "no new process" not in result["after"], result
