@@ -718,8 +718,11 @@ def rejects_bad_arguments(student: Submission, device: torch.device) -> None:
     """ValueError for start < 1 or limit < start; RuntimeError, unchained, when even start does not fit."""
     bad = [Run(100, start=0), Run(100, start=-4, limit=10), Run(100, start=10, limit=5), Run(100, start=2, limit=1)]
     reasons = ["start < 1", "start < 1", "limit < start", "limit < start"]
-    for run, record, why in zip(bad, _search(student, bad), reasons):
-        _judge_invalid(run, record, why)
+    records = _search(student, bad)
+    raised = [run for run, record in zip(bad, records)
+              if "raised" in record and StudentError(**record["raised"]).is_instance(ValueError)]
+    for run, record, why in zip(bad, records, reasons):
+        _judge_invalid(run, record, why, raised)
     too_big = [Run(3, start=4, limit=64), Run(0, start=1, limit=1), Run(0), Run(9, start=10, limit=10, cuda=True)]
     for run, record in zip(too_big, _search(student, too_big)):
         _judge_too_big(run, record)
@@ -736,10 +739,16 @@ def _invalid_reason(run: Run) -> str | None:
     return " and ".join(reasons) or None
 
 
-def _judge_invalid(run: Run, record: dict[str, Any], why: str) -> None:
+def _judge_invalid(run: Run, record: dict[str, Any], why: str, raised_elsewhere: list[Run] | None = None) -> None:
+    """``raised_elsewhere``: the other invalid runs of the same calls that did raise ValueError (None: not known,
+    as for one generated run): a returned run's cause is named only from them."""
     if "returned" in record:
+        cause = ("" if raised_elsewhere is None else
+                 "\n  likely cause: no check at the top of the function (no invalid call raised)" if not raised_elsewhere
+                 else f"\n  likely cause: the check's condition lets this call through, although "
+                      f"{raised_elsewhere[0].text().split(' where ')[0]} raised ValueError")
         fail(f"{run.text()}\n  returned {record['returned']['text'] or record['returned']['type']}; it must raise "
-             f"ValueError because {why}\n  likely cause: a missing check at the top of the function")
+             f"ValueError because {why}{cause}")
     error = StudentError(**record["raised"])
     if not error.is_instance(ValueError):
         cause = ("assert raises AssertionError; raise ValueError(...) instead"
