@@ -10,6 +10,8 @@ inherited by every process the student's code starts, and cannot be undone from 
   ABI 4 no TCP ``bind`` or ``connect`` unless ``Rules.tcp``; from ABI 6 no signal to, and no abstract UNIX
   socket of, any process outside the sandbox. Landlock itself refuses ``ptrace`` of a process outside the
   sandbox, and so ``/proc/<pid>/mem``, ``environ`` and ``fd/*`` of the judge;
+- **seccomp**: one filter, ``fallocate`` answers EOPNOTSUPP (glibc's ``posix_fallocate`` then writes the blocks,
+  at the disk's speed, which the judge's limit on the scratch folder measures);
 - **rlimits**: open files, the size of any one file written, processes and threads (``RLIMIT_NPROC``, which
   the kernel does not apply to root), no core dumps.
 
@@ -17,8 +19,8 @@ The kernel's ABI is queried and what it offers is used (``support()``); where th
 Windows, an old kernel, a container that filters the system calls) nothing is applied and ``support()`` says why,
 in words a student can read.
 
-Only the standard library (``ctypes``) is used: the three Landlock system calls, ``prctl`` and
-``resource.setrlimit``. Everything here runs in the process to be confined, after it has imported what it needs
+Only the standard library (``ctypes``) is used: the three Landlock system calls, ``prctl`` (no new privileges, the
+seccomp filter) and ``resource.setrlimit``. Everything here runs in the process to be confined, after it has imported what it needs
 and before the student's code loads (``apply``), so that a runner forked from the forkserver keeps its speed.
 """
 
@@ -164,6 +166,50 @@ def _limit(name: str, value: int) -> None:
     resource.setrlimit(kind, (value, value))  # the hard limit too: the student's code cannot raise it again
 
 
+# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): one filter, so that fallocate answers EOPNOTSUPP. A student's
+# code could otherwise take gigabytes of disk in a few milliseconds, file after file, each within RLIMIT_FSIZE,
+# faster than the judge measures the scratch; glibc's posix_fallocate then writes the bytes instead (what
+# multiprocessing and torch's shared memory rely on still works), at the disk's speed, which the judge does bound.
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+_FALLOCATE = {"x86_64": (0xC000003E, 285), "aarch64": (0xC00000B7, 47)}  # (AUDIT_ARCH_*, __NR_fallocate)
+_X32_BIT = 0x40000000  # x86_64's x32 system calls: refused too (nothing in the course uses them)
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _refuse_fallocate(libc: ctypes.CDLL) -> bool:
+    """Install the filter (after PR_SET_NO_NEW_PRIVS, as an unprivileged process must); False where this machine's
+    architecture is not one it knows."""
+    known = _FALLOCATE.get(os.uname().machine)
+    if known is None:
+        return False
+    arch, number = known
+    refuse = _SECCOMP_RET_ERRNO | errno.EOPNOTSUPP
+    program = [
+        _SockFilter(_BPF_LD_W_ABS, 0, 0, 4),              # the system call's architecture
+        _SockFilter(_BPF_JEQ_K, 1, 0, arch),
+        _SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.ENOSYS),  # another ABI (i386 on x86_64): none
+        _SockFilter(_BPF_LD_W_ABS, 0, 0, 0),              # its number
+        _SockFilter(_BPF_JGE_K, 2, 0, _X32_BIT),
+        _SockFilter(_BPF_JEQ_K, 1, 0, number),
+        _SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+        _SockFilter(_BPF_RET_K, 0, 0, refuse),
+    ]
+    filters = (_SockFilter * len(program))(*program)
+    fprog = _SockFprog(len(program), filters)
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+    return True
+
+
 def apply(rules: Rules, *, required: bool = False) -> Applied:
     """Confine this process (and every process it starts from now on) by ``rules``. Irreversible.
 
@@ -178,6 +224,8 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         enforced.append("no new privileges")
+        if _refuse_fallocate(libc):
+            enforced.append("no fallocate (written instead, as the scratch's limit measures)")
     if hasattr(os, "fork"):  # POSIX: resource exists
         _limit("RLIMIT_NOFILE", rules.open_files)
         _limit("RLIMIT_FSIZE", rules.file_bytes)

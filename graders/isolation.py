@@ -83,8 +83,8 @@ LOWER_PRIORITY_AFTER_S = 3.0
 # The runner's scratch folder (its working folder, TMPDIR and HOME) may hold at most this much: RLIMIT_FSIZE bounds
 # one file, not how many. Measured by the judge while it waits (every SCRATCH_WATCH_S) and after every reply.
 SCRATCH_LIMIT_BYTES = 1 << 29  # 512 MiB: the course's answers write kilobytes
-SCRATCH_WATCH_S = 0.05  # every poll. A write is bounded so, by the disk's speed; posix_fallocate of many files is not
-# (gigabytes in 50 ms): that needs a scratch of bounded size (a tmpfs in a mount namespace), not yet built.
+SCRATCH_WATCH_S = 0.05  # every poll: a write is bounded so, at the disk's speed (fallocate, which takes space at once,
+# answers EOPNOTSUPP in a runner: graders.confine).
 
 _GRADERS_DIR = str(Path(__file__).resolve().parent)
 _SOLUTIONS_DIR = str(Path(__file__).resolve().parent.parent / "solutions")

@@ -63,6 +63,18 @@ _CHILD = textwrap.dedent('''
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1, hard + 1))
 
+    def fallocate():  # space taken without writing it: refused (EOPNOTSUPP), so the scratch's limit can measure
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        with open(os.path.join(scratch, "taken.bin"), "wb") as f:
+            if libc.fallocate(f.fileno(), 0, ctypes.c_long(0), ctypes.c_long(1 << 20)) != 0:
+                raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+    def posix_fallocate():  # what multiprocessing and libraries call: glibc writes the blocks instead
+        with open(os.path.join(scratch, "written.bin"), "wb") as f:
+            os.posix_fallocate(f.fileno(), 0, 1 << 20)
+            return os.fstat(f.fileno()).st_blocks * 512 >= 1 << 20
+
     def own_child_killed():
         child = subprocess.Popen(["sleep", "30"])
         child.send_signal(9)
@@ -89,6 +101,8 @@ _CHILD = textwrap.dedent('''
     attempt("torch", lambda: float(torch.arange(4.0).sum()))
     attempt("DataLoader with 2 workers", loader)
     attempt("kill its own child", own_child_killed)
+    attempt("fallocate", fallocate)
+    attempt("posix_fallocate", posix_fallocate)
     print(json.dumps(results))
 ''')
 
@@ -97,8 +111,9 @@ REFUSED = ["append to a course file", "create a file in the course", "read solut
            "parent's environ", "parent's fd/1", "raise the open-file limit"]
 REFUSED_FROM_ABI_4 = ["TCP connect", "TCP bind"]
 REFUSED_FROM_ABI_6 = ["signal the parent"]
+REFUSED_BY_SECCOMP = ["fallocate"]  # x86_64 and aarch64 (graders.confine._FALLOCATE)
 ALLOWED = ["write the scratch", "read the runner's code", "read /proc/self", "torch", "DataLoader with 2 workers",
-           "kill its own child"]
+           "kill its own child", "posix_fallocate"]
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +143,15 @@ def test_a_confined_process_is_refused(attacked, attack):
         pytest.skip(f"Landlock ABI {SUPPORT.abi} has no rule for it")
     verdict, what = attacked["results"][attack]
     assert verdict == "refused", f"{attack}: {what}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine not in confine._FALLOCATE,
+                    reason="the fallocate filter knows x86_64 and aarch64 Linux")
+@pytest.mark.parametrize("attack", REFUSED_BY_SECCOMP)
+def test_fallocate_is_refused_and_posix_fallocate_still_writes(attacked, attack):
+    assert attacked["results"][attack][0] == "refused", attacked["results"][attack]
+    assert attacked["results"]["posix_fallocate"] == ["allowed", "True"], attacked["results"]["posix_fallocate"]
+    assert any(e.startswith("no fallocate") for e in attacked["results"]["applied"])
 
 
 @needs_landlock
