@@ -20,8 +20,9 @@ Windows, an old kernel, a container that filters the system calls) nothing is ap
 in words a student can read.
 
 Only the standard library (``ctypes``) is used: the three Landlock system calls, ``prctl`` (no new privileges, the
-seccomp filter) and ``resource.setrlimit``. Everything here runs in the process to be confined, after it has imported what it needs
-and before the student's code loads (``apply``), so that a runner forked from the forkserver keeps its speed.
+seccomp filter) and ``resource.setrlimit``. Everything here runs in the process to be confined, after it has imported
+what it needs and before the student's code loads (``apply``), so that a runner forked from the forkserver keeps its
+speed.
 """
 
 from __future__ import annotations
@@ -166,8 +167,8 @@ def _limit(name: str, value: int) -> None:
     resource.setrlimit(kind, (value, value))  # the hard limit too: the student's code cannot raise it again
 
 
-# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): one filter, so that fallocate answers EOPNOTSUPP. A student's
-# code could otherwise take gigabytes of disk in a few milliseconds, file after file, each within RLIMIT_FSIZE,
+# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): one filter, so that fallocate answers EOPNOTSUPP. A
+# student's code could otherwise take gigabytes of disk in a few milliseconds, file after file, each within RLIMIT_FSIZE,
 # faster than the judge measures the scratch; glibc's posix_fallocate then writes the bytes instead (what
 # multiprocessing and torch's shared memory rely on still works), at the disk's speed, which the judge does bound.
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2

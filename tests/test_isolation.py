@@ -2,8 +2,8 @@
 
 Each file in tests/hostile/ answers ``is_contiguous`` and declares what must happen to it
 (``EXPECT``: ``score``, the ``words`` every failed check's message says, and optionally ``passes``, ``needs_abi``,
-``must_not_exist``, ``checks``, the only checks it is graded on where each costs seconds, and ``timeout``); it is graded both by
-``graders.check_file`` and by the command line.
+``must_not_exist``, ``checks``, the only checks it is graded on where each costs seconds, and ``timeout``); it is
+graded both by ``graders.check_file`` and by the command line.
 """
 
 from __future__ import annotations

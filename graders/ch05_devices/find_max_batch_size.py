@@ -744,7 +744,8 @@ def _judge_invalid(run: Run, record: dict[str, Any], why: str, raised_elsewhere:
     as for one generated run): a returned run's cause is named only from them."""
     if "returned" in record:
         cause = ("" if raised_elsewhere is None else
-                 "\n  likely cause: no check at the top of the function (no invalid call raised)" if not raised_elsewhere
+                 "\n  likely cause: no check at the top of the function (no invalid call raised)"
+                 if not raised_elsewhere
                  else f"\n  likely cause: the check's condition lets this call through, although "
                       f"{raised_elsewhere[0].text().split(' where ')[0]} raised ValueError")
         fail(f"{run.text()}\n  returned {record['returned']['text'] or record['returned']['type']}; it must raise "
