@@ -91,27 +91,31 @@ def test_hostile_answer_is_judged_correctly(path, tmp_path):
 # disables_alarm loops through every check's time limit (17 s here); the library test above judges it in make test,
 # and CI's full run judges it through the command line too, as it does the two attacks on files (make test has them
 # through the library; through the command line it has the one on the judge's stdout, the command line's own channel).
-_CLI_IN_CI_ONLY = ("disables_alarm", "reads_solutions_through_cat", "plants_a_file_in_the_course")
+_CLI_IN_CI_ONLY = ("disables_alarm", "reads_solutions_through_cat", "plants_a_file_in_the_course", "fills_its_scratch")
 @pytest.mark.slow
 @pytest.mark.parametrize("path", [pytest.param(p, marks=[pytest.mark.full] if p.stem in _CLI_IN_CI_ONLY else [])
                                   for p in HOSTILE if p.stem in
                                   ("sys_exit", "os_exit", "segfault", "keyboard_interrupt", "prints_and_is_correct",
                                    "patches_comparisons", "disables_alarm", "writes_into_its_parents_stdout",
-                                   "reads_solutions_through_cat", "plants_a_file_in_the_course")], ids=lambda p: p.stem)
+                                   "reads_solutions_through_cat", "plants_a_file_in_the_course",
+                                   "starts_a_fork_storm", "fills_its_scratch")], ids=lambda p: p.stem)
 def test_hostile_answer_through_the_command_line(path, tmp_path):
     """Exit status 0 only when every check passed; --json is exactly one JSON object on stdout."""
     _needs_confinement(expectation(path))
     copy = tmp_path / path.name
     copy.write_text(path.read_text())
     result = subprocess.run([sys.executable, "-m", "graders", "check", "is_contiguous", str(copy), "--json",
-                             "--device", "cpu", "--timeout", "2"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)
+                             "--device", "cpu", "--timeout", str(expectation(path).get("timeout", 2))], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
     report = json.loads(result.stdout)  # raises if anything else reached stdout
     expected = expectation(path)
     _nothing_planted(expected)
     assert result.returncode == (0 if expected.get("passes") else 1), result.stdout + result.stderr
     assert report["passed"] is bool(expected.get("passes"))
     assert result.stderr == ""
+    marker = re.search(r'MARKER = "([^"]+)"', path.read_text())
+    if marker:  # nothing it started outlives the command
+        assert ended(*with_command_line(marker.group(1))), "a process started by the answer is still running"
 
 
 def test_printed_output_becomes_notes(tmp_path):
