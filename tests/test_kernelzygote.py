@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -19,9 +20,27 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not sys.platform.star
                                 reason="kernels are forked only where fork exists (tested on Linux)")
 
 
+_MADE: list[Path] = []
+
+
+def _short(prefix: str) -> Path:
+    """A folder with a short path (a Unix socket's path holds about 100 bytes; pytest's tmp_path under xdist is
+    longer), removed when the module's tests end (_remove_short_folders)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    _MADE.append(folder)
+    return folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_short_folders():
+    yield
+    while _MADE:
+        shutil.rmtree(_MADE.pop(), ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def zygote():
-    folder = Path(tempfile.mkdtemp(prefix="kz"))  # short: a Unix socket's path holds about 100 bytes
+    folder = _short("kz")
     started = Zygote(folder / "zygote", folder / "zygote.log", ["json"])
     yield started
     started.close()
@@ -31,7 +50,7 @@ def zygote():
 def forked(zygote, tmp_path):
     """A kernel manager whose kernels come from the zygote, and a way to run code in its kernel."""
     kernelzygote.use(zygote)
-    manager = BlockingZygoteKernelManager(transport="ipc", ip=str(Path(tempfile.mkdtemp(prefix="kk")) / "k"))
+    manager = BlockingZygoteKernelManager(transport="ipc", ip=str(_short("kk") / "k"))
     manager.start_kernel(cwd=str(tmp_path), env={**os.environ, "COURSE_ZYGOTE_PROBE": "given"})
     client = manager.client()
     client.start_channels()
@@ -74,7 +93,7 @@ def test_two_forked_kernels_do_not_share_their_global_random_state(zygote, tmp_p
     drawn = []
     for _ in range(2):
         kernelzygote.use(zygote)
-        manager = BlockingZygoteKernelManager(transport="ipc", ip=str(Path(tempfile.mkdtemp(prefix="kk")) / "k"))
+        manager = BlockingZygoteKernelManager(transport="ipc", ip=str(_short("kk") / "k"))
         manager.start_kernel(cwd=str(tmp_path))
         client = manager.client()
         client.start_channels()
@@ -111,7 +130,7 @@ def test_an_interrupt_reaches_a_forked_kernel_and_a_kill_ends_it(forked):
 def test_a_kernel_ends_with_its_zygote(tmp_path):
     """A worker stopped at its time limit is killed with its process group, its zygote included: the kernels that
     zygote forked (each in a session of its own) must not outlive it."""
-    folder = Path(tempfile.mkdtemp(prefix="kz"))
+    folder = _short("kz")
     own = Zygote(folder / "zygote", folder / "zygote.log", [])
     kernelzygote.use(own)
     manager = BlockingZygoteKernelManager(transport="ipc", ip=str(folder / "k"))
@@ -133,14 +152,14 @@ def test_a_kernel_ends_with_its_zygote(tmp_path):
 def test_what_the_zygote_cannot_fork_is_launched_as_usual(zygote, tmp_path):
     with pytest.raises(ZygoteUnavailable):
         zygote.fork(["/bin/echo", "-m", "ipykernel_launcher"], dict(os.environ), str(tmp_path))
-    gone = Zygote(Path(tempfile.mkdtemp(prefix="kz")) / "none", tmp_path / "log", [])
+    gone = Zygote(_short("kz") / "none", tmp_path / "log", [])
     gone.process.kill()
     gone.process.wait()
     with pytest.raises(ZygoteUnavailable):
         gone.fork([sys.executable, "-m", "ipykernel_launcher", "-f", "x.json"], dict(os.environ), str(tmp_path), wait_s=5)
     # and the kernel manager then launches the kernel itself
     kernelzygote.use(gone)
-    manager = BlockingZygoteKernelManager(transport="ipc", ip=str(Path(tempfile.mkdtemp(prefix="kk")) / "k"))
+    manager = BlockingZygoteKernelManager(transport="ipc", ip=str(_short("kk") / "k"))
     try:
         manager.start_kernel(cwd=str(tmp_path))
         assert not isinstance(manager.provisioner.process, ForkedKernel)
