@@ -396,13 +396,17 @@ def _determinate(case: AccumulationCase, expected: Expected) -> bool:
     the gradient by its own magnitude: a component that is zero but for rounding (smooth_l1's saturated ±1 terms
     cancelling over the micro-batches) moves its parameter by up to lr in a direction the summation order decides.
     DDP sums in its own order, so such a case has no one right answer to compare with, and is not judged (seen:
-    the reference itself rejected, 1 generated case in 64, AdamW)."""
+    the reference itself rejected, 1 generated case in 64, AdamW). So for the gradient itself: a component that
+    cancels over large terms (mse_sum on scaled targets) differs by more than ATOL in another order (seen: 1 case
+    in 475)."""
     model = build_model(case)
     optimizer = make_optimizer(case, model)
     ranks = list(range(case.world_size))
     for call, count in enumerate(case.counts):
         batches = {r: micro_batches(case, r, call) for r in ranks}
         mean = _gradients(model, case, batches, 1.0 / (case.world_size * count), ranks, reverse=True)
+        if not _close_params(mean, expected.gradients[call]):  # a component that cancels but for rounding
+            return False
         model, optimizer, after = _stepped(model, optimizer, mean)
         if not _close_params(after, expected.params[call]):
             return False
