@@ -392,7 +392,8 @@ def expected_run(case: AccumulationCase) -> Expected:
 
 @judge_only
 def _determinate(case: AccumulationCase, expected: Expected) -> bool:
-    """Whether the parameters the case expects hold whatever order the gradient is summed in. Adam's step divides
+    """Whether the parameters the case expects hold in DDP's order of summing the gradient (each rank's micro-batches,
+    then the ranks) and in the reverse of the judge's. Adam's step divides
     the gradient by its own magnitude: a component that is zero but for rounding (smooth_l1's saturated ±1 terms
     cancelling over the micro-batches) moves its parameter by up to lr in a direction the summation order decides.
     DDP sums in its own order, so such a case has no one right answer to compare with, and is not judged (seen:
@@ -404,12 +405,17 @@ def _determinate(case: AccumulationCase, expected: Expected) -> bool:
     ranks = list(range(case.world_size))
     for call, count in enumerate(case.counts):
         batches = {r: micro_batches(case, r, call) for r in ranks}
-        mean = _gradients(model, case, batches, 1.0 / (case.world_size * count), ranks, reverse=True)
-        if not _close_params(mean, expected.gradients[call]):  # a component that cancels but for rounding
-            return False
-        model, optimizer, after = _stepped(model, optimizer, mean)
-        if not _close_params(after, expected.params[call]):
-            return False
+        scale = 1.0 / (case.world_size * count)
+        # DDP's own order (each rank's micro-batches summed, then the ranks' sums), and the reverse of the judge's
+        per_rank = [_gradients(model, case, batches, scale, [r]) for r in ranks]
+        orders = [{n: sum(g[n] for g in per_rank) for n in per_rank[0]},
+                  _gradients(model, case, batches, scale, ranks, reverse=True)]
+        for mean in orders:
+            if not _close_params(mean, expected.gradients[call]):  # a component that cancels but for rounding
+                return False
+            if not _close_params(_stepped(model, optimizer, mean)[2], expected.params[call]):
+                return False
+        model, optimizer, _ = _stepped(model, optimizer, expected.gradients[call])
     return True
 
 
