@@ -168,8 +168,8 @@ def _limit(name: str, value: int) -> None:
 
 
 # seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): one filter, so that fallocate answers EOPNOTSUPP. A
-# student's code could otherwise take gigabytes of disk in a few milliseconds, file after file, each within RLIMIT_FSIZE,
-# faster than the judge measures the scratch; glibc's posix_fallocate then writes the bytes instead (what
+# student's code could otherwise take gigabytes of disk in a few milliseconds, file after file, each within
+# RLIMIT_FSIZE, faster than the judge measures the scratch; glibc's posix_fallocate then writes the bytes instead (what
 # multiprocessing and torch's shared memory rely on still works), at the disk's speed, which the judge does bound.
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
