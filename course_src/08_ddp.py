@@ -952,8 +952,9 @@ print("exit code:", code)
 lines = sorted(out.splitlines(), key=lambda line: line.split("]")[0])   # by rank; in order within a rank
 for line in lines:
     print(textwrap.fill(line, 110, subsequent_indent="    "))
-if code != 0:
-    print("its error output ends with:", err.strip().splitlines()[-3:])
+if code != 0:   # torchrun's summary names each failed rank with its exit code or signal; Python's errors follow
+    said = [line for line in err.splitlines() if re.search(r"rank|exitcode|[Ss]ignal|Error|terminate", line)]
+    print("the lines of its error output that say what failed:", *said[-15:], sep="\n    ")
 from_torchrun = make_model(0)
 print("the checkpoint rank 0 wrote loads into a plain model:",
       from_torchrun.load_state_dict(torch.load(SCRATCH / "from_torchrun.pt", weights_only=True)))

@@ -308,7 +308,8 @@ def reproduce_notebook(path: Path, numerics: list[str] | tuple[str, ...] = (), l
             number = int(re.search(r"Cell (\d+)", case.get("name", "")).group(1))
             text = re.sub(r"(?:\x1b|#x1B)\[[0-9;]*m", "", failure.text or failure.get("message", ""))
             text = text.split("Traceback:", 1)[-1].strip()          # nbval repeats the cell's source first
-            differences.append(CellDifference(label, number, ids[number], text[-3000:]))
+            # 8000: enough for a cell's whole output (a failed job's error lines come last), short enough to read
+            differences.append(CellDifference(label, number, ids[number], text[-8000:]))
         return differences
 
 
