@@ -217,3 +217,44 @@ def test_the_cases_judged_hold_in_another_summation_order_and_few_are_left_out()
     held = [all(grader._close_params(params, grader.expected_run(case).params[call])
                 for call, params in enumerate(_interleaved_params(case))) for case in kept[:30]]
     assert all(held), [case for case, ok in zip(kept, held) if not ok]
+
+
+class _InProcess:
+    """The student's side of a runner, reduced to what ``_accumulate`` asks of it: the reference's function."""
+
+    def get(self, name):
+        from solutions import ch08_ddp
+
+        return getattr(ch08_ddp, name)
+
+    def run(self, function, *args, **kwargs):
+        return function(*args, **kwargs)
+
+
+def test_a_case_leaves_no_ddp_model_alive(tmp_path):
+    """Kept ranks serve many runs: a case must not keep its DDP model (and its process group and threads) alive.
+    Before the hooks were removed, every case left one: 400 generated cases ended both ranks with SIGABRT."""
+    import gc
+    from datetime import timedelta
+
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from graders.ranks import RankContext
+
+    def alive():
+        gc.collect()
+        return sum(isinstance(o, DistributedDataParallel) for o in gc.get_objects())
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1,
+                            timeout=timedelta(seconds=20))
+    try:
+        group = dist.new_group(backend="gloo")
+        rank = RankContext(0, 1, "gloo", "cpu")
+        before = alive()
+        for case in (grader.SEVERAL_BUCKETS, *_drawn(4, seed=3)):
+            observed = grader._accumulate(_InProcess(), rank, case, group)
+            assert observed["calls"], case  # it ran the step
+        assert alive() == before
+    finally:
+        dist.destroy_process_group()

@@ -265,11 +265,24 @@ def _accumulate(student: RunnerStudent, rank: RankContext, case: AccumulationCas
         if torch.is_grad_enabled():
             record.inner += 1
 
-    ddp_model.register_forward_pre_hook(note_forward)
-    model.register_forward_pre_hook(count_inner)
     # The first layer's weight gets a gradient in every backward, once: its hook sees each backward.
     first = next(p for p in model.parameters() if p.requires_grad)
-    first.register_hook(lambda grad: record.backwards.append(ddp_model.require_backward_grad_sync))
+    hooks = [ddp_model.register_forward_pre_hook(note_forward), model.register_forward_pre_hook(count_inner),
+             first.register_hook(lambda grad: record.backwards.append(ddp_model.require_backward_grad_sync))]
+    try:
+        return _calls(student, rank, case, model, ddp_model, record, device)
+    finally:
+        # Removed, because the tensor hook keeps the DDP model alive for good: the parameter holds the hook, the
+        # hook the DDP model, and the autograd graph (C++, which gc cannot see) the parameter. Kept ranks serve
+        # many runs: each run left 2 DDP models, their process groups and 3 threads alive (0.6 threads a case),
+        # and the mutation benchmark's rounds of 400 cases ended both ranks with SIGABRT once threads ran out.
+        for hook in hooks:
+            hook.remove()
+
+
+def _calls(student: RunnerStudent, rank: RankContext, case: AccumulationCase, model: nn.Module,
+           ddp_model: DistributedDataParallel, record: "_Record", device: torch.device) -> dict[str, Any]:
+    """The student's step called once per entry of ``case.counts`` (and on no micro-batches where the case asks)."""
     optimizer = make_optimizer(case, model)
     if case.leftover:
         stale = leftover_gradients(model)
