@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -20,7 +21,7 @@ import pytest
 from graders.isolation import StudentSource
 from graders.judge_server import COLD_HELPER_STARTED, SOCKET_ENV, request_from_json, request_to_json
 from graders.outcomes import StudentError
-from tests.processes import alive, ended
+from tests.processes import alive, ended, with_command_line
 
 SLIDING = Path(__file__).parent / "submissions" / "ch01_tensors" / "sliding_window"
 
@@ -324,3 +325,68 @@ def test_a_helper_that_never_hands_over_ends_with_its_judge_and_leaves_nothing_b
         assert (helper is not None) == (start_method() == "forkserver")
     assert judge.returncode == 0 and (helper is None or ended(helper, within=30))
     assert left == []
+
+
+# ==================================================================================================
+# The attacks of tests/hostile/ through the notebooks' judge (issue 33): one "kernel" defines each answer as a notebook
+# cell does (its functions are __main__'s, so they travel by value), calls graders.check, and checks an honest answer
+# right after with the same judge. Those whose attack runs inside the answer's function: module-level attacks act in
+# the kernel, the student's own process, and the ones that loop cost a check's whole time limit; tests/test_isolation.py
+# has both. One kernel for all (one import of torch, one judge): 8 kernels took 66 s.
+# ==================================================================================================
+_NOTEBOOK_KERNEL = """
+import json, sys, graders
+def judged(path):
+    cell = {"__name__": "__main__"}
+    exec(compile(open(path).read(), "<ipython-input-1>", "exec"), cell)
+    try:
+        graders.check("is_contiguous", cell)
+        return {"passed": True}
+    except graders.ExerciseNotPassed as failed:
+        report = failed.report
+        return {"passed": False, "score": report.score, "max": report.max_score,
+                "messages": [r.message for r in report.results if not r.passed]}
+honest = sys.argv[1]
+for attack in sys.argv[2:]:
+    print("VERDICTS", json.dumps([attack, judged(attack), judged(honest)]), flush=True)
+"""
+HOSTILE = Path(__file__).parent / "hostile"
+_THROUGH_THE_NOTEBOOK = ("reads_solutions_through_cat", "plants_a_file_in_the_course", "escapes_with_a_double_fork",
+                         "signals_its_parent", "writes_into_its_parents_stdout", "reads_its_parents_environment",
+                         "connects_over_tcp", "opens_files_until_refused")
+
+
+def test_attacks_through_the_notebooks_judge_fail_and_the_next_answer_gets_its_grade(tmp_path):
+    from graders import confine
+    from tests.test_isolation import _nothing_planted, expectation
+
+    abi = confine.support().abi
+    attacks = [HOSTILE / f"{name}.py" for name in _THROUGH_THE_NOTEBOOK]
+    stopped_here = [p for p in attacks if expectation(p).get("needs_abi", 0) <= abi]
+    if len(stopped_here) < len(attacks):
+        print("not confined enough here for:", [p.stem for p in attacks if p not in stopped_here])
+    if not stopped_here:
+        pytest.skip(confine.support().reason or f"Landlock ABI {abi} stops none of these attacks")
+    honest = sorted((Path(__file__).parent / "submissions" / "ch01_tensors" / "is_contiguous").glob("correct_*.py"))[0]
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_INSTRUCTOR", SOCKET_ENV)}
+    done = subprocess.run([sys.executable, "-c", _NOTEBOOK_KERNEL, str(honest), *map(str, stopped_here)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdicts = [json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines() if line.startswith("VERDICTS ")]
+    # one line per attack, in order: nothing an answer wrote forged another
+    assert [Path(v[0]).stem for v in verdicts] == [p.stem for p in stopped_here], done.stdout[-3000:]
+    planted = []
+    for path in stopped_here:  # every planted file is removed before anything is asserted
+        try:
+            _nothing_planted(expectation(path))
+        except AssertionError as found:
+            planted.append(str(found))
+    assert not planted, planted
+    for path, (_, attack, after) in zip(stopped_here, verdicts):
+        expected = expectation(path)
+        assert not attack["passed"] and attack["score"] == expected["score"], (path.stem, attack)
+        assert all(expected["words"] in message for message in attack["messages"]), (path.stem, attack)
+        assert after == {"passed": True}, (path.stem, "the honest answer after it", after)
+        marker = re.search(r'MARKER = "([^"]+)"', path.read_text())
+        if marker:  # nothing it started outlives its check
+            assert ended(*with_command_line(marker.group(1))), f"{path.stem}: a process it started is still running"
