@@ -11,7 +11,8 @@ inherited by every process the student's code starts, and cannot be undone from 
   socket of, any process outside the sandbox. Landlock itself refuses ``ptrace`` of a process outside the
   sandbox, and so ``/proc/<pid>/mem``, ``environ`` and ``fd/*`` of the judge;
 - **seccomp**: one filter, ``fallocate`` answers EOPNOTSUPP (glibc's ``posix_fallocate`` then writes the blocks,
-  at the disk's speed, which the judge's limit on the scratch folder measures);
+  at the disk's speed, which the judge's limit on the scratch folder measures), and an internet socket other than
+  TCP (UDP, ICMP, raw) or a packet socket answers EACCES (Landlock rules TCP alone);
 - **rlimits**: open files, the size of any one file written, processes and threads (``RLIMIT_NPROC``, which
   the kernel does not apply to root), no core dumps.
 
@@ -167,15 +168,24 @@ def _limit(name: str, value: int) -> None:
     resource.setrlimit(kind, (value, value))  # the hard limit too: the student's code cannot raise it again
 
 
-# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): one filter, so that fallocate answers EOPNOTSUPP. A
-# student's code could otherwise take gigabytes of disk in a few milliseconds, file after file, each within
-# RLIMIT_FSIZE, faster than the judge measures the scratch; glibc's posix_fallocate then writes the bytes instead (what
-# multiprocessing and torch's shared memory rely on still works), at the disk's speed, which the judge does bound.
+# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): one filter, for what Landlock does not cover.
+# - fallocate answers EOPNOTSUPP. A student's code could otherwise take gigabytes of disk in a few milliseconds, file
+#   after file, each within RLIMIT_FSIZE, faster than the judge measures the scratch; glibc's posix_fallocate then
+#   writes the bytes instead (what multiprocessing and torch's shared memory rely on still works), at the disk's speed,
+#   which the judge does bound.
+# - an internet socket other than TCP (UDP, ICMP, raw) and a packet socket answer EACCES: Landlock (ABI 4 to 7) rules
+#   TCP only, so a datagram could otherwise leave the sandbox. TCP stays with Landlock; UNIX sockets and netlink
+#   (getifaddrs, which gloo calls to find the loopback interface) stay allowed.
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
-_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
-_FALLOCATE = {"x86_64": (0xC000003E, 285), "aarch64": (0xC00000B7, 47)}  # (AUDIT_ARCH_*, __NR_fallocate)
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K, _BPF_AND_K = 0x20, 0x15, 0x35, 0x06, 0x54
+# (AUDIT_ARCH_*, __NR_fallocate, __NR_socket)
+_SYSCALLS = {"x86_64": (0xC000003E, 285, 41), "aarch64": (0xC00000B7, 47, 198)}
+_FALLOCATE = _SYSCALLS  # the architectures the filter knows (tests ask it under this name)
 _X32_BIT = 0x40000000  # x86_64's x32 system calls: refused too (nothing in the course uses them)
+_AF_INET, _AF_INET6, _AF_PACKET, _SOCK_STREAM, _SOCK_TYPE_MASK = 2, 10, 17, 1, 0xF
+# struct seccomp_data: nr at 0, arch at 4, then args[i] at 16 + 8 i (their low 32 bits first: little-endian)
+_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24
 
 
 class _SockFilter(ctypes.Structure):
@@ -186,24 +196,45 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def _refuse_fallocate(libc: ctypes.CDLL) -> bool:
+def _assemble(program: list[tuple]) -> list[_SockFilter]:
+    """BPF from (label, code, k, where to go if true, where if false): a label names an instruction, None is the next."""
+    at = {step[0]: i for i, step in enumerate(program) if step[0]}
+    out = []
+    for i, (_, code, k, yes, no) in enumerate(program):
+        jump = lambda label: 0 if label is None else at[label] - i - 1  # noqa: E731
+        out.append(_SockFilter(code, jump(yes), jump(no), k))
+    return out
+
+
+def _filter_program(arch: int, fallocate: int, socket: int) -> list[_SockFilter]:
+    return _assemble([
+        (None, _BPF_LD_W_ABS, _ARCH, None, None),
+        (None, _BPF_JEQ_K, arch, "known", None),
+        (None, _BPF_RET_K, _SECCOMP_RET_ERRNO | errno.ENOSYS, None, None),  # another ABI (i386 on x86_64): none
+        ("known", _BPF_LD_W_ABS, _NR, None, None),
+        (None, _BPF_JGE_K, _X32_BIT, "unsupported", None),
+        (None, _BPF_JEQ_K, fallocate, "unsupported", None),
+        (None, _BPF_JEQ_K, socket, "socket", "allow"),
+        ("socket", _BPF_LD_W_ABS, _ARG0, None, None),             # its domain
+        (None, _BPF_JEQ_K, _AF_PACKET, "refuse", None),
+        (None, _BPF_JEQ_K, _AF_INET, "internet", None),
+        (None, _BPF_JEQ_K, _AF_INET6, "internet", "allow"),
+        ("internet", _BPF_LD_W_ABS, _ARG1, None, None),           # its type, without SOCK_NONBLOCK and SOCK_CLOEXEC
+        (None, _BPF_AND_K, _SOCK_TYPE_MASK, None, None),
+        (None, _BPF_JEQ_K, _SOCK_STREAM, "allow", "refuse"),
+        ("allow", _BPF_RET_K, _SECCOMP_RET_ALLOW, None, None),
+        ("refuse", _BPF_RET_K, _SECCOMP_RET_ERRNO | errno.EACCES, None, None),
+        ("unsupported", _BPF_RET_K, _SECCOMP_RET_ERRNO | errno.EOPNOTSUPP, None, None),
+    ])
+
+
+def _install_filter(libc: ctypes.CDLL) -> bool:
     """Install the filter (after PR_SET_NO_NEW_PRIVS, as an unprivileged process must); False where this machine's
     architecture is not one it knows."""
-    known = _FALLOCATE.get(os.uname().machine)
+    known = _SYSCALLS.get(os.uname().machine)
     if known is None:
         return False
-    arch, number = known
-    refuse = _SECCOMP_RET_ERRNO | errno.EOPNOTSUPP
-    program = [
-        _SockFilter(_BPF_LD_W_ABS, 0, 0, 4),              # the system call's architecture
-        _SockFilter(_BPF_JEQ_K, 1, 0, arch),
-        _SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | errno.ENOSYS),  # another ABI (i386 on x86_64): none
-        _SockFilter(_BPF_LD_W_ABS, 0, 0, 0),              # its number
-        _SockFilter(_BPF_JGE_K, 2, 0, _X32_BIT),
-        _SockFilter(_BPF_JEQ_K, 1, 0, number),
-        _SockFilter(_BPF_RET_K, 0, 0, _SECCOMP_RET_ALLOW),
-        _SockFilter(_BPF_RET_K, 0, 0, refuse),
-    ]
+    program = _filter_program(*known)
     filters = (_SockFilter * len(program))(*program)
     fprog = _SockFprog(len(program), filters)
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
@@ -225,8 +256,9 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
         enforced.append("no new privileges")
-        if _refuse_fallocate(libc):
+        if _install_filter(libc):
             enforced.append("no fallocate (written instead, as the scratch's limit measures)")
+            enforced.append("no internet socket but TCP (no UDP, ICMP or raw), no packet socket")
     if hasattr(os, "fork"):  # POSIX: resource exists
         _limit("RLIMIT_NOFILE", rules.open_files)
         _limit("RLIMIT_FSIZE", rules.file_bytes)

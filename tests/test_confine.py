@@ -28,7 +28,7 @@ needs_landlock = pytest.mark.skipif(not SUPPORT.available, reason=f"no Landlock 
 # graders; write only the scratch and /dev/shm), then run each attack and report what happened.
 _CHILD = textwrap.dedent('''
     import json, os, socket, subprocess, sys, tempfile
-    root, scratch, parent, port = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    root, scratch, parent, port, udp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     os.environ["TMPDIR"] = scratch
     tempfile.tempdir = None
     sys.path.insert(0, root)
@@ -90,6 +90,11 @@ _CHILD = textwrap.dedent('''
     attempt("write /tmp", lambda: open("/tmp/planted-by-a-student", "w").write("#"))
     attempt("TCP connect", lambda: socket.create_connection(("127.0.0.1", port), timeout=5).close())
     attempt("TCP bind", lambda: socket.socket().bind(("127.0.0.1", 0)))
+    attempt("UDP datagram out", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"out", ("127.0.0.1", udp)))
+    attempt("UDP over IPv6", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC).close())
+    attempt("ICMP ping socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP).close())
+    attempt("raw socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP).close())
+    attempt("packet socket", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
     attempt("signal the parent", lambda: os.kill(parent, 0))
     attempt("parent's mem", lambda: open(f"/proc/{parent}/mem", "rb").read(1))
     attempt("parent's environ", lambda: open(f"/proc/{parent}/environ", "rb").read(1))
@@ -101,6 +106,9 @@ _CHILD = textwrap.dedent('''
     attempt("torch", lambda: float(torch.arange(4.0).sum()))
     attempt("DataLoader with 2 workers", loader)
     attempt("kill its own child", own_child_killed)
+    attempt("UNIX datagram socket pair", lambda: [x.close() for x in socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)])
+    attempt("a TCP socket (connecting is Landlock's)", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK).close())
+    attempt("list network interfaces (netlink, as gloo does)", lambda: [n for _, n in socket.if_nameindex()])
     attempt("fallocate", fallocate)
     attempt("posix_fallocate", posix_fallocate)
     print(json.dumps(results))
@@ -112,8 +120,10 @@ REFUSED = ["append to a course file", "create a file in the course", "read solut
 REFUSED_FROM_ABI_4 = ["TCP connect", "TCP bind"]
 REFUSED_FROM_ABI_6 = ["signal the parent"]
 REFUSED_BY_SECCOMP = ["fallocate"]  # x86_64 and aarch64 (graders.confine._FALLOCATE)
+REFUSED_SOCKETS = ["UDP datagram out", "UDP over IPv6", "ICMP ping socket", "raw socket", "packet socket"]  # seccomp too
 ALLOWED = ["write the scratch", "read the runner's code", "read /proc/self", "torch", "DataLoader with 2 workers",
-           "kill its own child", "posix_fallocate"]
+           "kill its own child", "posix_fallocate", "UNIX datagram socket pair", "a TCP socket (connecting is Landlock's)",
+           "list network interfaces (netlink, as gloo does)"]
 
 
 @pytest.fixture(scope="module")
@@ -121,16 +131,25 @@ def attacked():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
+    datagrams = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    datagrams.bind(("127.0.0.1", 0))
+    datagrams.setblocking(False)
     scratch = tempfile.mkdtemp(prefix="course-confine-")
     before = {p: p.read_bytes() for p in (ROOT / "graders" / "judge.py",)}
     try:
         done = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), scratch, str(os.getpid()),
-                               str(listener.getsockname()[1])], capture_output=True, text=True, timeout=120)
+                               str(listener.getsockname()[1]), str(datagrams.getsockname()[1])],
+                              capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         results = json.loads(done.stdout.strip().splitlines()[-1])
-        yield {"results": results, "scratch": scratch, "before": before}
+        try:
+            received = datagrams.recv(64)
+        except BlockingIOError:
+            received = None
+        yield {"results": results, "scratch": scratch, "before": before, "received": received}
     finally:
         listener.close()
+        datagrams.close()
         shutil.rmtree(scratch, ignore_errors=True)
         for planted in (ROOT / "planted.py", Path.home() / "planted-by-a-student", Path("/tmp/planted-by-a-student")):
             planted.unlink(missing_ok=True)
@@ -152,6 +171,17 @@ def test_fallocate_is_refused_and_posix_fallocate_still_writes(attacked, attack)
     assert attacked["results"][attack][0] == "refused", attacked["results"][attack]
     assert attacked["results"]["posix_fallocate"] == ["allowed", "True"], attacked["results"]["posix_fallocate"]
     assert any(e.startswith("no fallocate") for e in attacked["results"]["applied"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine not in confine._FALLOCATE,
+                    reason="the seccomp filter knows x86_64 and aarch64 Linux")
+@pytest.mark.parametrize("attack", REFUSED_SOCKETS)
+def test_no_socket_but_tcp_and_unix_leaves_the_sandbox(attacked, attack):
+    """Landlock (ABI 4-7) rules TCP alone: the seccomp filter refuses UDP, ICMP, raw and packet sockets."""
+    verdict, what = attacked["results"][attack]
+    assert verdict == "refused" and what == "PermissionError", f"{attack}: {what}"
+    assert attacked["received"] is None, f"a datagram left the sandbox: {attacked['received']!r}"
+    assert any(e.startswith("no internet socket but TCP") for e in attacked["results"]["applied"])
 
 
 @needs_landlock

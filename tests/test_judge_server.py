@@ -353,7 +353,7 @@ for attack in sys.argv[2:]:
 HOSTILE = Path(__file__).parent / "hostile"
 _THROUGH_THE_NOTEBOOK = ("reads_solutions_through_cat", "plants_a_file_in_the_course", "escapes_with_a_double_fork",
                          "signals_its_parent", "writes_into_its_parents_stdout", "reads_its_parents_environment",
-                         "connects_over_tcp", "opens_files_until_refused")
+                         "connects_over_tcp", "sends_a_udp_datagram", "opens_files_until_refused")
 
 
 def test_attacks_through_the_notebooks_judge_fail_and_the_next_answer_gets_its_grade(tmp_path):
