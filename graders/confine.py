@@ -368,3 +368,86 @@ def describe(applied: Applied) -> str:
     if not applied.abi:
         return f"student code was NOT confined by the operating system ({applied.reason})"
     return "confined: " + "; ".join(applied.enforced)
+
+
+# ==================================================================================================
+# A network of their own for the ranks of a multi-rank check: Landlock (ABI 4-7) can allow TCP or refuse it, but not
+# allow it to some hosts only, and gloo's ranks connect to ports chosen as they start. In a network namespace of
+# their own, whose only interface is its own loopback, TCP reaches the other ranks there and nothing else: not this
+# machine's services, not the internet. A holder process makes it (a user namespace too, so that no privilege is
+# needed) and keeps it while ranks join it (setns), before they are confined.
+# ==================================================================================================
+_CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
+
+_HOLDER = r"""
+import ctypes, fcntl, os, signal, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: it ends with the judge that started it
+uid, gid = int(sys.argv[1]), int(sys.argv[2])
+try:
+    if libc.unshare(0x10000000 | 0x40000000) != 0:  # CLONE_NEWUSER | CLONE_NEWNET
+        raise OSError(ctypes.get_errno(), "unshare: " + os.strerror(ctypes.get_errno()))
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:  # the loopback interface up (SIOCGIFFLAGS, SIOCSIFFLAGS)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))
+except OSError as exc:
+    print(f"no network namespace: {exc}", flush=True)
+    sys.exit(1)
+print("ready", flush=True)
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
+while True:
+    signal.pause()
+"""
+
+
+class NetworkHolder:
+    """The process that holds a network namespace (with a user namespace) for ranks to join; ``pid`` is None and
+    ``reason`` says why where none could be made (not Linux, user namespaces disabled)."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.reason = ""
+        self._process = None
+        if not sys.platform.startswith("linux"):
+            self.reason = f"no network namespaces on {sys.platform}"
+            return
+        import subprocess
+
+        # -I -S: no site packages, no environment: about 15 ms, once per judge
+        process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _HOLDER, str(os.geteuid()), str(os.getegid())],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True, close_fds=True)
+        line = process.stdout.readline().strip()
+        if line != "ready":
+            process.wait()
+            self.reason = line or f"the namespace holder ended with exit code {process.returncode}"
+            return
+        self._process, self.pid = process, process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process.stdout.close()
+            self._process = None
+
+
+def join_network(holder_pid: int) -> None:
+    """Enter the user and network namespaces of ``holder_pid`` (before :func:`apply`; the caller must be one thread:
+    the kernel lets only such a process join a user namespace). Raises OSError where it cannot."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind in ("user", "net"):
+        fd = os.open(f"/proc/{holder_pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if libc.setns(fd, 0) != 0:
+                error = ctypes.get_errno()
+                raise OSError(error, f"setns({kind}): {os.strerror(error)}")
+        finally:
+            os.close(fd)

@@ -253,6 +253,21 @@ def _main_module_hidden():
                 sys.modules["__main__"] = main
 
 
+@contextlib.contextmanager
+def _one_thread_under_spawn():
+    """Under spawn a runner is a fresh interpreter, and importing numpy starts OpenBLAS's thread pool (a second thread
+    on 2 cores) before the runner's first line: a rank could then not join its network namespace (the kernel lets only
+    a process of one thread join a user namespace). The runner's own tensors are tiny (one thread: see _serve_checks)."""
+    if start_method() != "spawn" or "OPENBLAS_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # (under _MAIN_LOCK: no other runner starts meanwhile)
+    try:
+        yield
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+
+
 def warm_up(exercise_id: str | Sequence[str] | None = None) -> None:
     """Start the forkserver now, from a judge process that has not computed anything yet.
 
@@ -455,7 +470,7 @@ class Runner:
             "env": dict(env or {}), "scratch": self._scratch, "confinement": self.confinement(),
         }
         self.process = context.Process(target=_runner_main, args=(child_conn, setup, alive_reader), name="course-runner")
-        with _main_module_hidden():
+        with _main_module_hidden(), _one_thread_under_spawn():
             self.process.start()
         child_conn.close()
         alive_reader.close()
@@ -1154,9 +1169,29 @@ def _runner_main(conn: Any, setup: dict, alive: Any = None) -> None:
         _remove_scratch(setup)
 
 
+def _join_network(setup: dict) -> None:
+    """A CPU rank: into the judge's network namespace (graders.confine.join_network), where TCP reaches only the
+    other ranks. First of all, while the runner is one thread (the kernel lets no other join a user namespace);
+    where it cannot, ``setup["network_refused"]`` says why (the runner's notes say it once it is confined)."""
+    extra = setup["confinement"]
+    if "network" not in extra or os.environ.get(CONFINE_ENV) == "0":
+        return
+    try:
+        if extra["network"] is None:
+            raise OSError(extra["network_reason"])
+        from graders import confine
+
+        confine.join_network(extra["network"])
+    except OSError as exc:
+        if os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1":
+            raise OSError(f"confinement required but the ranks' network namespace is unavailable: {exc}") from None
+        setup["network_refused"] = str(exc)
+
+
 def _serve_checks(conn: Any, setup: dict, alive: Any = None) -> None:
     from graders import wire
 
+    _join_network(setup)
     if hasattr(os, "setsid"):
         # A session of its own, and so a process group of its own: the judge kills this whole group, every process
         # the student's code starts; and Linux shares CPU between sessions first (autogroups), so only a runner
@@ -1356,6 +1391,9 @@ def _confine(setup: dict, notes: list[str]) -> None:
     if rules.processes is not None and os.geteuid() != 0:  # (root is not held to it: confine.apply)
         os.environ[PROCESS_LIMIT_ENV] = str(PROCESS_ALLOWANCE)
     os.environ[FILE_LIMITS_ENV] = f"{rules.open_files},{rules.file_bytes}"
+    if setup.get("network_refused"):
+        notes.append(f"{UNCONFINED_NOTE}its ranks could reach this machine's network over TCP "
+                     f"({setup['network_refused']})")
     applied = confine.apply(rules, required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
     if not applied.abi:
         notes.append(UNCONFINED_NOTE + applied.reason)

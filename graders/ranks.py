@@ -298,13 +298,36 @@ def _ranks_root() -> str:
     return _RANKS_ROOT
 
 
+_NETWORK: Any = None  # graders.confine.NetworkHolder: one per judge, for its CPU ranks
+
+
+def _network() -> Any:
+    """The judge's network namespace for its CPU ranks (graders.confine.NetworkHolder), started at first use."""
+    global _NETWORK
+    if _NETWORK is None or (_NETWORK.pid is not None and not _NETWORK.alive):
+        import atexit
+
+        from graders import confine
+
+        _NETWORK = confine.NetworkHolder()
+        atexit.register(_NETWORK.close)
+    return _NETWORK
+
+
 class _RankRunner(Runner):
     """A runner that can also be sent a request only when idle, and asked whether a reply is waiting
     (``send``, ``receive`` and ``waitables`` come from :class:`Runner`)."""
 
     def confinement(self) -> dict[str, Any]:
-        # gloo connects the ranks over TCP on loopback; the rendezvous is a file in the judge's ranks folder
-        return {**super().confinement(), "write": [*super().confinement()["write"], _ranks_root()], "tcp": True}
+        # gloo connects the ranks over TCP on loopback; the rendezvous is a file in the judge's ranks folder. CPU
+        # ranks join the judge's network namespace first, where loopback is their own and TCP reaches nothing else.
+        # (GPU ranks do not yet: NCCL in a user namespace is not measured on a GPU; they have TCP as before.)
+        extra = {**super().confinement(), "write": [*super().confinement()["write"], _ranks_root()], "tcp": True}
+        if not str(self.device).startswith("cuda") and os.environ.get(NETWORK_ENV) != "0":
+            network = _network()
+            extra["network"] = network.pid
+            extra["network_reason"] = network.reason
+        return extra
 
     sent_end = False  # told to run the end-of-run collective and leave the group; its reply is not read yet
 
@@ -340,6 +363,7 @@ class _RankRunner(Runner):
 # student's must not carry a check's state into the next: fixtures bug_only_first_call and
 # bug_caches_group_size), then joins a fresh group. Anything else (an error, a timeout, a crash, a rank that
 # could not leave) ends them. They end with the check's runner.
+NETWORK_ENV = "COURSE_RANK_NETWORK"  # "0": CPU ranks keep the machine's network (TCP anywhere), as GPU ranks do
 LEAVE_TIMEOUT_S = 5.0  # for a kept world's ranks to have left the last group
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import linecache
 import os
+import socket
+import sys
 import tempfile
 import threading
 import time
@@ -126,6 +128,7 @@ def leftovers(monkeypatch, tmp_path):
     pids: list[int] = []
     private = tmp_path / "tmp"
     private.mkdir()
+    ranks._ranks_root()  # the judge's own folder for every run, kept until it exits: made before, elsewhere
     monkeypatch.setattr(tempfile, "tempdir", str(private))
 
     class Recording(ranks._RankRunner):
@@ -448,3 +451,44 @@ def test_nccl_a_rank_that_raises(answer, leftovers):
     run = ranks.run_on_ranks(answer, demos.call_on_rank, 2, args("raise_on_one"), device="cuda", timeout=30)
     assert run.errors[1].exception_type == "ValueError"
     assert isinstance(run.problem(), StudentCodeError) and run.problem().error.exception_type == "ValueError"
+
+
+# -- their network: each other, nothing else (issue 33) -------------------------------------------------
+_REACHES_OUT = """
+import socket
+import torch.distributed as dist
+
+def reach(t):
+    dist.all_reduce(t)  # the other rank, over TCP
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+        return "reached this machine's listener"
+    except OSError as exc:
+        return type(exc).__name__
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="network namespaces are Linux's")
+def test_cpu_ranks_reach_each_other_and_not_this_machine(answer, tmp_path, leftovers):
+    """Landlock allows a rank TCP or refuses it; in the judge's network namespace, TCP reaches the other ranks and
+    nothing else: a listener on this machine's loopback is not there for them."""
+    holder = ranks._network()
+    if holder.pid is None:
+        pytest.skip(f"no network namespace here: {holder.reason}")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.setblocking(False)
+    try:
+        path = tmp_path / "answer.py"
+        path.write_text(_REACHES_OUT.format(port=listener.getsockname()[1]))
+        run = ranks.run_on_ranks(StudentSource.from_file(str(path), ["reach"]), demos.call_on_rank, 2,
+                                 [("reach", 1.0), ("reach", 3.0)])
+        results = run.values()
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody came
+    finally:
+        listener.close()
+    assert [r["out"] for r in results] == ["ConnectionRefusedError"] * 2, results
+    assert all(torch.equal(r["t"], torch.full((4,), 4.0)) for r in results)  # the ranks reached each other
+    assert "network" not in (isolation.unconfined_reason() or ""), isolation.unconfined_reason()
