@@ -13,6 +13,9 @@ inherited by every process the student's code starts, and cannot be undone from 
 - **seccomp**: one filter, ``fallocate`` answers EOPNOTSUPP (glibc's ``posix_fallocate`` then writes the blocks,
   at the disk's speed, which the judge's limit on the scratch folder measures), and an internet socket other than
   TCP (UDP, ICMP, raw) or a packet socket answers EACCES (Landlock rules TCP alone);
+- **a network namespace** for the CPU ranks of a multi-rank check (``NetworkHolder``, ``join_network``): Landlock
+  allows TCP anywhere or nowhere, and gloo's ranks need it; in a namespace whose only interface is its own loopback
+  they reach each other and nothing else;
 - **rlimits**: open files, the size of any one file written, processes and threads (``RLIMIT_NPROC``, which
   the kernel does not apply to root), no core dumps.
 
@@ -21,9 +24,9 @@ Windows, an old kernel, a container that filters the system calls) nothing is ap
 in words a student can read.
 
 Only the standard library (``ctypes``) is used: the three Landlock system calls, ``prctl`` (no new privileges, the
-seccomp filter) and ``resource.setrlimit``. Everything here runs in the process to be confined, after it has imported
-what it needs and before the student's code loads (``apply``), so that a runner forked from the forkserver keeps its
-speed.
+seccomp filter), ``unshare`` and ``setns`` (the ranks' network) and ``resource.setrlimit``. Everything here but the
+network's holder runs in the process to be confined, after it has imported what it needs and before the student's code
+loads (``apply``), so that a runner forked from the forkserver keeps its speed.
 """
 
 from __future__ import annotations
