@@ -383,9 +383,8 @@ def describe(applied: Applied) -> str:
 _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 
 _HOLDER = r"""
-import ctypes, fcntl, os, signal, socket, struct, sys
+import ctypes, fcntl, os, socket, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: it ends with the judge that started it
 uid, gid = int(sys.argv[1]), int(sys.argv[2])
 try:
     if libc.unshare(0x10000000 | 0x40000000) != 0:  # CLONE_NEWUSER | CLONE_NEWNET
@@ -400,9 +399,7 @@ except OSError as exc:
     print(f"no network namespace: {exc}", flush=True)
     sys.exit(1)
 print("ready", flush=True)
-signal.signal(signal.SIGTERM, signal.SIG_DFL)
-while True:
-    signal.pause()
+sys.stdin.read()  # nothing is ever written: it ends when the judge that started it does (its end of the pipe closes)
 """
 
 
@@ -421,11 +418,13 @@ class NetworkHolder:
 
         # -I -S: no site packages, no environment: about 15 ms, once per judge
         process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _HOLDER, str(os.geteuid()), str(os.getegid())],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                    text=True, close_fds=True)
         line = process.stdout.readline().strip()
         if line != "ready":
             process.wait()
+            process.stdin.close()
+            process.stdout.close()
             self.reason = line or f"the namespace holder ended with exit code {process.returncode}"
             return
         self._process, self.pid = process, process.pid
@@ -439,6 +438,7 @@ class NetworkHolder:
             self._process.kill()
             self._process.wait()
             self._process.stdout.close()
+            self._process.stdin.close()
             self._process = None
 
 

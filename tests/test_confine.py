@@ -304,3 +304,33 @@ def test_a_fork_storm_of_a_user_that_is_not_root_is_refused_at_its_process_limit
     # non-blocking socket's "not yet" is EAGAIN too).
     assert "no new process or thread could start: a check may add at most 40" in result["message"], result
     assert "no new process" not in result["after"], result
+
+
+# -- the ranks' network namespace ------------------------------------------------------------------------
+_JUDGE_WITH_A_HOLDER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from graders import confine
+holder = confine.NetworkHolder()
+print(holder.pid, holder.reason, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="network namespaces are Linux's")
+def test_the_network_holder_is_a_namespace_of_its_own_and_ends_with_its_judge():
+    from tests.processes import alive, ended
+
+    judge = subprocess.Popen([sys.executable, "-c", _JUDGE_WITH_A_HOLDER, str(ROOT)], stdout=subprocess.PIPE, text=True)
+    try:
+        pid, _, reason = judge.stdout.readline().strip().partition(" ")
+        if pid == "None":
+            pytest.skip(f"no network namespace here: {reason}")
+        pid = int(pid)
+        assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+        assert alive(pid)
+    finally:
+        judge.kill()  # as a judge is killed: no exit handler runs
+        judge.wait()
+        judge.stdout.close()
+    assert ended(pid), "the namespace holder outlived its judge"
