@@ -54,6 +54,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "coursekit.feedback.HideHiddenTests",
+    "coursekit.feedback.SanitizeSubmission",  # a submission's script, handlers and javascript: links: not in the HTML
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
