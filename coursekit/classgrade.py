@@ -446,20 +446,49 @@ class GradebookWriter:
         config.merge(Config({"CourseDirectory": {"root": str(course.root), "submitted_directory": str(self.staging)},
                              "Execute": {"enabled": False}, "ClearOutput": {"enabled": False}}))
         self.api = NbGraderAPI(config=config)
-        self.failed: list[str] = []
+        self.failed: list[str] = []  # not even their zero could be written
+        self.refused: dict[str, str] = {}  # student -> why nbgrader refused the notebook (scored 0 instead)
 
     def add(self, executed: Path, student: str) -> None:
-        """Score ``student``'s executed notebook (the folder ``executed/<student>/<chapter>/``) into the gradebook."""
+        """Score ``student``'s executed notebook (the folder ``executed/<student>/<chapter>/``) into the gradebook.
+        A notebook nbgrader refuses (cell metadata or checksums edited, cells it cannot match) costs only its
+        student: the released notebook failed on every graded cell, with nbgrader's reason, is scored instead."""
         shutil.copytree(executed / student, self.staging / student, dirs_exist_ok=True)
+        result = self._autograde(student)
+        if result.get("success"):
+            return
+        reason = _refusal(result.get("log", "") + result.get("error", ""))
+        staged = self.course.notebook(self.staging, self.chapter, student)
+        nbformat.write(_zero_notebook(self.course.notebook(self.course.release, self.chapter),
+                                      self.course.notebook(self.course.release, self.chapter),
+                                      f"refused: {reason}"), str(staged))
+        if self._autograde(student).get("success"):
+            self.refused[student] = reason
+        else:
+            self.failed.append(student)
+
+    def _autograde(self, student: str) -> dict:
         result = self.api.autograde(self.chapter, student, force=True, create=True)
         with open(self.log, "a", encoding="utf-8") as log:
             log.write(result.get("log", "") + result.get("error", ""))
-        if not result.get("success"):
-            self.failed.append(student)
+        return result
 
-    def check(self) -> None:
-        if self.failed:
-            raise SystemExit(f"merging {', '.join(self.failed)} into the gradebook failed; see {self.log}")
+    def check(self) -> list[str]:
+        """What went wrong, in one line each (the merge goes on for everyone else)."""
+        return ([f"{student}: nbgrader refused the notebook ({reason}); scored 0" for student, reason
+                 in sorted(self.refused.items())] +
+                [f"{student}: not even a zero could be written to the gradebook; see {self.log}" for student
+                 in self.failed])
+
+
+def _refusal(log: str) -> str:
+    """nbgrader's reason, from its log: the exception its traceback ends with (``RuntimeError: Inconsistent
+    checksums for cell t2``), else its first error line, without the logger's prefix."""
+    raised = [m.group(0) for m in re.finditer(r"^\s*\w+(?:Error|Exception): .+$", log, re.M)
+              if "NbGraderException" not in m.group(0)]
+    errors = [line for line in log.splitlines() if "ERROR" in line or "Error" in line]
+    text = raised[0] if raised else errors[0] if errors else "nbgrader could not score it"
+    return re.sub(r"^\[[^\]]*\]\s*", "", text).strip()[:300]
 
 
 def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, progress=print,
@@ -489,16 +518,24 @@ def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, 
     (work / "outcomes").mkdir(exist_ok=True)
     for outcome in outcomes.values():
         (work / "outcomes" / f"{outcome.student}.json").write_text(json.dumps(dataclasses.asdict(outcome)))
+    refused = dict(writer.refused) if writer is not None else {}
+    for student in writer.failed if writer is not None else []:
+        refused[student] = "it could not be written to the gradebook"
+    for student, reason in refused.items():  # the report and scores.csv say why; its record gives nothing
+        outcomes[student].status, outcomes[student].detail = "refused", reason
+        (work / "outcomes" / f"{student}.json").write_text(json.dumps(dataclasses.asdict(outcomes[student])))
+        (work / "records" / f"{student}.json").unlink(missing_ok=True)
     if outcomes:
-        if writer is not None:
-            writer.check()
-        write_records(course, chapter, sorted(outcomes), work)
+        write_records(course, chapter, sorted(outcomes), work, refused=refused)
     report = classreport.write(course, chapter, work)
     progress(report.summary())
+    for line in writer.check() if writer is not None else []:
+        progress(f"refused: {line}")
     return report
 
 
-def write_records(course: Course, chapter: str, students: list[str], work: Path) -> None:
+def write_records(course: Course, chapter: str, students: list[str], work: Path,
+                  refused: dict[str, str] | None = None) -> None:
     """Make each student's grade of record the score of each graded cell where it differs from the kernel's:
     nbgrader's manual score (which it counts instead of the auto score), and a comment on the exercise's answer
     cell that says why. ``work/record_scores.json`` remembers what was written, so that a manual score written
@@ -514,7 +551,9 @@ def write_records(course: Course, chapter: str, students: list[str], work: Path)
     with Gradebook(course.db_url) as gradebook:
         for student in students:
             path = work / "records" / f"{student}.json"
-            if path.exists():
+            if student in (refused or {}):  # a refused notebook scores 0, whatever its answers would earn
+                cells = unreadable(course.notebook(course.source, chapter), f"refused: {refused[student]}").cells
+            elif path.exists():
                 cells = Record.from_json(json.loads(path.read_text())).cells
             else:  # the record could not be made: nothing counts until it is
                 cells = unreadable(course.notebook(course.source, chapter), "the grade of record could not be made").cells
@@ -583,7 +622,9 @@ def grade_class(root: str | Path, chapter: str, *, jobs: int | None = None, stud
         graded.put(None)
         thread.join()
     merge(root, chapter, [folder], progress=progress, merged=(writers[0], written) if writers else None)
-    return [Outcome(**o) for o in json.loads((folder / "shard.json").read_text())["outcomes"]]
+    outcomes = course.root / ".classgrade" / chapter / "outcomes"  # as merged: a refused notebook says so there
+    return [Outcome(**json.loads((outcomes / f"{o['student']}.json").read_text()))
+            for o in json.loads((folder / "shard.json").read_text())["outcomes"]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -613,9 +654,11 @@ def main(argv: list[str] | None = None) -> int:
               f"when every shard has finished: python -m coursekit.classgrade {args.chapter} --merge")
         return 0
     outcomes = grade_class(args.root, args.chapter, **options)
-    failed = [o for o in outcomes if o.status != "graded"]
+    failed = [o for o in outcomes if o.status not in ("graded", "refused")]
+    refused = [o for o in outcomes if o.status == "refused"]
     print(f"{len(outcomes)} submissions in {time.monotonic() - start:.1f} s; "
-          f"{len(failed)} could not be run in a kernel (their grade is their record alone)")
+          f"{len(failed)} could not be run in a kernel (their grade is their record alone); "
+          f"{len(refused)} refused by nbgrader (scored 0, the reason in scores.csv)")
     return 0
 
 

@@ -517,3 +517,29 @@ def test_a_judge_forked_from_its_worker_serves_kernels_holds_none_of_its_pipes_a
     assert "forked: True" in out and "holds the worker's pipes: False" in out, out
     assert "PASS  sliding_window: contiguous_input" in out, out
     assert "judge ended: True" in out and "kernels served: 1" in out, out
+
+
+def test_a_notebook_nbgrader_refuses_costs_its_student_alone(tmp_path, monkeypatch):
+    """Edited cell metadata (a test cell turned into an answer cell, another kernel) makes nbgrader refuse the
+    notebook: that student is scored 0 with nbgrader's reason, the others as their notebooks earn, and the merge goes
+    on (it stopped for everyone before)."""
+    _course(tmp_path)
+    for student in ("alice", "carol"):
+        _submit(tmp_path, student, "def f():\n    return 42")
+    tampered = tmp_path / "submitted" / "carol" / "a1" / "a1.ipynb"
+    nb = nbformat.read(tampered, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") == "t2":
+            meta.update(solution=True, grade=False, locked=False)
+    nb.metadata["kernelspec"] = {"name": "another", "display_name": "Another", "language": "python"}
+    nbformat.write(nb, tampered)
+    monkeypatch.chdir(tmp_path)
+    writer = classgrade.GradebookWriter(classgrade.Course.load(tmp_path), "a1")
+    for student in ("carol", "alice"):  # the refused one first: the next is merged all the same
+        writer.add(tmp_path / "submitted", student)
+    assert writer.failed == []
+    assert writer.refused == {"carol": "RuntimeError: Inconsistent checksums for cell t2"}
+    assert _scores(tmp_path) == {"alice": 3.0, "carol": 0.0}
+    assert writer.check() == ["carol: nbgrader refused the notebook (RuntimeError: Inconsistent checksums for "
+                              "cell t2); scored 0"]
