@@ -265,10 +265,40 @@ class _Worker:
         shutil.rmtree(self.sockets, ignore_errors=True)
 
 
+MAX_NOTEBOOK_BYTES = 50 * 2**20  # a chapter's notebook with its outputs is under 2 MiB; more is not a submission
+
+
+def refusal(course: Course, chapter: str, student: str) -> str:
+    """Why ``student``'s folder is not graded at all ("" when it is): a symbolic link anywhere in it (it could lead to
+    another student's notebook or any file of the machine), more than one notebook, or an enormous notebook."""
+    top = course.submitted / student
+    if top.is_symlink():
+        return "the submission folder is a symbolic link"
+    for folder, dirs, files in os.walk(top):  # (os.walk does not follow links into folders)
+        for name in dirs + files:
+            if os.path.islink(os.path.join(folder, name)):
+                return f"a symbolic link in the submission: {os.path.relpath(os.path.join(folder, name), top)}"
+    notebooks = sorted(p.name for p in (top / chapter).glob("*.ipynb"))
+    if len(notebooks) > 1:
+        return f"{len(notebooks)} notebooks in the submission ({', '.join(notebooks[:4])}): hand in {chapter}.ipynb alone"
+    size = course.notebook(course.submitted, chapter, student).stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        return f"the notebook is {size / 2**20:.0f} MiB, over the {MAX_NOTEBOOK_BYTES >> 20} MiB a submission may be"
+    return ""
+
+
 def _grade_one(course: Course, chapter: str, student: str, worker: _Worker, out: Path, *, timeout: float) -> Outcome:
     """Autograde one submission on a worker, then make its grade of record; the executed notebook goes to
-    ``out/executed``, the record to ``out/records``."""
+    ``out/executed``, the record to ``out/records``. A submission :func:`refusal` refuses is neither run nor read:
+    the released notebook failed on every graded cell with the reason stands for it."""
     start = time.monotonic()
+    why = refusal(course, chapter, student)
+    if why:
+        target = course.notebook(out / "executed", chapter, student)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        release = course.notebook(course.release, chapter)
+        nbformat.write(_zero_notebook(release, release, f"refused: {why}"), str(target))
+        return Outcome(student, "refused", time.monotonic() - start, why, record=f"refused: {why}")
     reply = worker.ask(student, autograde=True, timeout=timeout)
     seconds = time.monotonic() - start
     executed = worker.folder / "autograded" / student / chapter / f"{chapter}.ipynb"
@@ -518,7 +548,8 @@ def merge(root: str | Path, chapter: str, folders: list[Path] | None = None, *, 
     (work / "outcomes").mkdir(exist_ok=True)
     for outcome in outcomes.values():
         (work / "outcomes" / f"{outcome.student}.json").write_text(json.dumps(dataclasses.asdict(outcome)))
-    refused = dict(writer.refused) if writer is not None else {}
+    refused = {o.student: o.detail for o in outcomes.values() if o.status == "refused"}  # not even run (refusal)
+    refused.update(writer.refused if writer is not None else {})
     for student in writer.failed if writer is not None else []:
         refused[student] = "it could not be written to the gradebook"
     for student, reason in refused.items():  # the report and scores.csv say why; its record gives nothing

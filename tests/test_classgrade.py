@@ -543,3 +543,34 @@ def test_a_notebook_nbgrader_refuses_costs_its_student_alone(tmp_path, monkeypat
     assert _scores(tmp_path) == {"alice": 3.0, "carol": 0.0}
     assert writer.check() == ["carol: nbgrader refused the notebook (RuntimeError: Inconsistent checksums for "
                               "cell t2); scored 0"]
+
+
+def test_a_folder_with_a_link_two_notebooks_or_an_enormous_one_is_refused_before_anything_reads_it(tmp_path):
+    """A symbolic link could lead the grading to another student's notebook (or any file of the machine): such a
+    submission, and one with two notebooks or an enormous one, is refused with the reason, the others graded."""
+    course = classgrade.Course(tmp_path, tmp_path / "source", tmp_path / "release", tmp_path / "submitted", "")
+
+    def hand_in(student, text="{}"):
+        folder = tmp_path / "submitted" / student / "a1"
+        folder.mkdir(parents=True)
+        (folder / "a1.ipynb").write_text(text)
+        return folder
+
+    hand_in("alice")
+    linked = tmp_path / "submitted" / "mallory" / "a1"
+    linked.mkdir(parents=True)
+    (linked / "a1.ipynb").symlink_to(tmp_path / "submitted" / "alice" / "a1" / "a1.ipynb")
+    (tmp_path / "submitted" / "trudy").symlink_to(tmp_path / "submitted" / "alice")
+    hand_in("oscar")
+    (tmp_path / "submitted" / "oscar" / "notes").symlink_to("/etc")
+    (hand_in("bob") / "a1 (copy).ipynb").write_text("{}")
+    big = hand_in("walter")
+    with open(big / "a1.ipynb", "wb") as f:
+        f.truncate(classgrade.MAX_NOTEBOOK_BYTES + 10 * 2**20)  # sparse: no disk taken
+    reasons = {s: classgrade.refusal(course, "a1", s) for s in ("alice", "mallory", "trudy", "oscar", "bob", "walter")}
+    assert reasons["alice"] == ""
+    assert reasons["mallory"] == "a symbolic link in the submission: a1/a1.ipynb"
+    assert reasons["trudy"] == "the submission folder is a symbolic link"
+    assert reasons["oscar"] == "a symbolic link in the submission: notes"
+    assert reasons["bob"].startswith("2 notebooks in the submission") and "hand in a1.ipynb alone" in reasons["bob"]
+    assert reasons["walter"] == "the notebook is 60 MiB, over the 50 MiB a submission may be"
