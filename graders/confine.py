@@ -298,11 +298,49 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
     finally:
         os.close(ruleset)
     enforced.append(f"Landlock ABI {abi}: files only as granted")
+    if _drop_capabilities():  # (RLIMIT_NPROC still spares root: the kernel exempts uid 0 itself, not a capability)
+        enforced.append("no capabilities (root's dropped, for good)")
     if attr.handled_access_net:
         enforced.append("no TCP")
     if attr.scoped:
         enforced.append("no signal or abstract socket outside the sandbox")
     return Applied(abi, tuple(enforced))
+
+
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities() -> bool:
+    """A runner started by root would keep root's capabilities (raise its own rlimits, override file permissions,
+    change its user or groups, use raw sockets where seccomp does not know the architecture): every one is dropped,
+    from the bounding set too, so that no program it executes gets them back. True when there were any (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    header, data = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0 or not any(d.effective or d.permitted for d in data):
+        return False
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 40
+    for cap in range(last + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EPERM without CAP_SETPCAP: then exec cannot add any either
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    empty = (_CapData * 2)()
+    if libc.capset(ctypes.byref(_CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)), empty) != 0:
+        raise OSError(ctypes.get_errno(), "capset: " + os.strerror(ctypes.get_errno()))
+    return True
 
 
 def system_reads() -> list[str]:

@@ -1388,13 +1388,13 @@ def _confine(setup: dict, notes: list[str]) -> None:
 
     registry.load_all_chapters()  # a runner started by spawn: every check's scenarios, before they become unreadable
     rules = confinement_rules(setup)
-    if rules.processes is not None and os.geteuid() != 0:  # (root is not held to it: confine.apply)
-        os.environ[PROCESS_LIMIT_ENV] = str(PROCESS_ALLOWANCE)
     os.environ[FILE_LIMITS_ENV] = f"{rules.open_files},{rules.file_bytes}"
     if setup.get("network_refused"):
         notes.append(f"{UNCONFINED_NOTE}its ranks could reach this machine's network over TCP "
                      f"({setup['network_refused']})")
     applied = confine.apply(rules, required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
+    if rules.processes is not None and any(e.startswith("at most") and "processes" in e for e in applied.enforced):
+        os.environ[PROCESS_LIMIT_ENV] = str(PROCESS_ALLOWANCE)  # held to it (not root: confine.apply)
     if not applied.abi:
         notes.append(UNCONFINED_NOTE + applied.reason)
 

@@ -100,6 +100,15 @@ _CHILD = textwrap.dedent('''
     attempt("parent's environ", lambda: open(f"/proc/{parent}/environ", "rb").read(1))
     attempt("parent's fd/1", lambda: open(f"/proc/{parent}/fd/1", "w").write("{}"))
     attempt("raise the open-file limit", raise_limit)
+    attempt("keep a capability", lambda: [l for l in open("/proc/self/status") if l.startswith(("CapEff", "CapBnd"))
+                                          and int(l.split()[1], 16)] or 1 / 0)
+    def child_privileged():  # setgroups needs CAP_SETGID: a child that root executes would regain it
+        done = subprocess.run([sys.executable, "-I", "-S", "-c", "import os; os.setgroups([])"], capture_output=True)
+        if done.returncode:
+            raise PermissionError(done.stderr.decode()[-80:])
+        return "setgroups worked"
+
+    attempt("a child keeps a capability", child_privileged)
     attempt("write the scratch", lambda: open(os.path.join(scratch, "mine.txt"), "w").write("ok"))
     attempt("read the runner's code", lambda: open(os.path.join(root, "graders", "isolation.py")).read(3))
     attempt("read /proc/self", lambda: open("/proc/self/status").read(4))
@@ -116,7 +125,8 @@ _CHILD = textwrap.dedent('''
 
 REFUSED = ["append to a course file", "create a file in the course", "read solutions/", "read solutions/ through cat",
            "list solutions/", "read a chapter's checks", "write the home folder", "write /tmp", "parent's mem",
-           "parent's environ", "parent's fd/1", "raise the open-file limit"]
+           "parent's environ", "parent's fd/1", "raise the open-file limit", "keep a capability",
+           "a child keeps a capability"]
 REFUSED_FROM_ABI_4 = ["TCP connect", "TCP bind"]
 REFUSED_FROM_ABI_6 = ["signal the parent"]
 REFUSED_BY_SECCOMP = ["fallocate"]  # x86_64 and aarch64 (graders.confine._FALLOCATE)
