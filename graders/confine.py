@@ -16,6 +16,7 @@ inherited by every process the student's code starts, and cannot be undone from 
 - **a network namespace** for the CPU ranks of a multi-rank check (``NetworkHolder``, ``join_network``): Landlock
   allows TCP anywhere or nowhere, and gloo's ranks need it; in a namespace whose only interface is its own loopback
   they reach each other and nothing else;
+- **capabilities**: a runner started by root drops every one, the bounding set included (``_drop_capabilities``);
 - **rlimits**: open files, the size of any one file written, processes and threads (``RLIMIT_NPROC``, which
   the kernel does not apply to root), no core dumps.
 
