@@ -519,6 +519,7 @@ def test_a_judge_forked_from_its_worker_serves_kernels_holds_none_of_its_pipes_a
     assert "judge ended: True" in out and "kernels served: 1" in out, out
 
 
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")  # nbgrader 0.9.6 under SQLAlchemy 2 (above)
 def test_a_notebook_nbgrader_refuses_costs_its_student_alone(tmp_path, monkeypatch):
     """Edited cell metadata (a test cell turned into an answer cell, another kernel) makes nbgrader refuse the
     notebook: that student is scored 0 with nbgrader's reason, the others as their notebooks earn, and the merge goes
