@@ -689,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     refused = [o for o in outcomes if o.status == "refused"]
     print(f"{len(outcomes)} submissions in {time.monotonic() - start:.1f} s; "
           f"{len(failed)} could not be run in a kernel (their grade is their record alone); "
-          f"{len(refused)} refused by nbgrader (scored 0, the reason in scores.csv)")
+          f"{len(refused)} refused (scored 0, the reason in scores.csv)")
     return 0
 
 
