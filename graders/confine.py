@@ -185,7 +185,6 @@ _SECCOMP_RET_ALLOW, _SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K, _BPF_AND_K = 0x20, 0x15, 0x35, 0x06, 0x54
 # (AUDIT_ARCH_*, __NR_fallocate, __NR_socket)
 _SYSCALLS = {"x86_64": (0xC000003E, 285, 41), "aarch64": (0xC00000B7, 47, 198)}
-_FALLOCATE = _SYSCALLS  # the architectures the filter knows (tests ask it under this name)
 _X32_BIT = 0x40000000  # x86_64's x32 system calls: refused too (nothing in the course uses them)
 _AF_INET, _AF_INET6, _AF_PACKET, _SOCK_STREAM, _SOCK_TYPE_MASK = 2, 10, 17, 1, 0xF
 # struct seccomp_data: nr at 0, arch at 4, then args[i] at 16 + 8 i (their low 32 bits first: little-endian)
