@@ -47,12 +47,12 @@ JOBS ?= auto
 # The tests, CI and the committed notebooks never download (chapter 04 then uses its offline data).
 test notebooks: export COURSE_OFFLINE := 1
 test: setup
-	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope
+	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: export COURSE_OFFLINE := 1
 test-fast: setup
-	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope
+	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope --no-loadscope-reorder
 
 ## grade: autograde every submission of CHAPTER in submitted/ on JOBS workers (default: every core), make each
 ## one's grade of record outside the kernel, write both to the gradebook (one writer) and the class report to

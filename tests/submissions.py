@@ -45,9 +45,9 @@ def verdict(path: Path) -> dict:
     return found
 
 
-def cases(chapter: str, prefix: str = "") -> list:
-    paths = sorted((ROOT / chapter).glob(f"*/{prefix}*.py"))
-    assert paths, f"no submission fixtures for {chapter}"
+def cases(chapter: str, prefix: str = "", exercise: str = "*") -> list:
+    paths = sorted((ROOT / chapter).glob(f"{exercise}/{prefix}*.py"))
+    assert paths, f"no submission fixtures for {chapter}/{exercise}"
     return [pytest.param(p.parent.name, p, id=f"{p.parent.name}/{p.stem}") for p in paths]
 
 

@@ -4,8 +4,10 @@ correct solution passes, and each catalogued student bug is rejected with the me
 The fixtures live in tests/submissions/<chapter>/<exercise>/ (see tests/submissions.py); the
 chapter test files hold what is particular to a chapter (property tests of its references).
 
-The tests of each chapter form one class, ``TestChapter_chNN_<slug>``: `make test` runs with
-``--dist loadscope``, which hands each class to one worker, so the chapters spread over every core.
+The tests of each exercise form one class, ``TestExercise_<id>``: `make test` runs with ``--dist loadscope``,
+which hands each class to one worker. One class per chapter made chapter 08's the longest unit of the whole
+session (143 s of 1273 summed on 2 workers, 2026-12-03), the last one left running while the other worker idled;
+21 classes of at most about 60 s spread evenly.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import graders
 from tests.submissions import ROOT, assert_verdict, cases
 
 EXERCISES = graders.exercises()
-CHAPTER_MODULES = sorted({f"ch{e.chapter}" for e in EXERCISES})
 # Correct answers the notebook path still rejects (a grader defect, not the student's): found by the test
 # below, each a strict xfail until fixed. Empty: the last one, a namedtuple defined in the notebook and returned
 # through DataLoader workers, passes since the runner registers notebook classes in its __main__.
@@ -28,21 +29,21 @@ MIN_BUGS = 20
 
 
 def pytest_generate_tests(metafunc):
-    """Parametrize each chapter class's tests with that chapter's exercises and fixtures."""
-    chapter = getattr(metafunc.cls, "chapter_module", None)
-    if chapter is None:
+    """Parametrize each exercise class's tests with that exercise and its fixtures."""
+    exercise = getattr(metafunc.cls, "exercise_under_test", None)
+    if exercise is None:
         return
-    exercises = [e for e in EXERCISES if f"ch{e.chapter}" == chapter]
+    chapter = f"ch{exercise.chapter}"
     if "exercise" in metafunc.fixturenames:
-        metafunc.parametrize("exercise", exercises, ids=lambda e: e.id)
+        metafunc.parametrize("exercise", [exercise], ids=lambda e: e.id)
     if "path" in metafunc.fixturenames:
-        metafunc.parametrize("exercise_id, path", cases(chapter))
+        metafunc.parametrize("exercise_id, path", cases(chapter, exercise=exercise.id))
     if "correct_path" in metafunc.fixturenames:
-        metafunc.parametrize("exercise_id, correct_path", cases(chapter, "correct_"))
+        metafunc.parametrize("exercise_id, correct_path", cases(chapter, "correct_", exercise=exercise.id))
 
 
-class _ChapterSubmissions:
-    chapter_module: str
+class _ExerciseSubmissions:
+    exercise_under_test: graders.registry.Exercise
 
     def test_reference_passes(self, exercise, device):
         reference = importlib.import_module(f"solutions.ch{exercise.chapter}")
@@ -85,6 +86,6 @@ class _ChapterSubmissions:
             assert "EXPECT_SCORE = 0" in path.read_text(), f"{path.name} must declare EXPECT_SCORE = 0"
 
 
-for _chapter in CHAPTER_MODULES:
-    _name = f"TestChapter_{_chapter}"
-    globals()[_name] = type(_name, (_ChapterSubmissions,), {"chapter_module": _chapter, "__module__": __name__})
+for _exercise in EXERCISES:
+    _name = f"TestExercise_{_exercise.id}"
+    globals()[_name] = type(_name, (_ExerciseSubmissions,), {"exercise_under_test": _exercise, "__module__": __name__})
