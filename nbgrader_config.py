@@ -15,6 +15,12 @@ c.CourseDirectory.source_directory = "course"
 # in autograded/<student>/<chapter>/). "python3" runs the kernel of the environment running nbgrader.
 c.Execute.kernel_name = "python3"
 c.ExecutePreprocessor.kernel_name = "python3"
+# Every kernel that runs a submission is confined by the operating system before it runs a cell (Linux: Landlock,
+# seccomp, rlimits; coursekit/kernel_sandbox.py): it writes only its own working folder and scratch, reads none of
+# submitted/, autograded/, the gradebook, the grades of record, solutions/ or the checks, reaches no network and no
+# process outside. Its checks are judged outside, by a judge this process starts. make grade's workers fork their
+# kernels from a zygote, confined the same way (coursekit/kernelzygote.py).
+c.Execute.kernel_manager_class = "coursekit.kernel_sandbox.ConfinedKernelManager"
 # Seconds a single cell may run; a chapter's slowest cell takes a few seconds on a 2-core laptop.
 c.Execute.timeout = 120
 c.ExecutePreprocessor.timeout = 120

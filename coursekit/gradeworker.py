@@ -28,6 +28,7 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -42,11 +43,14 @@ def _config(root: Path, folder: Path, sockets: Path, *, forked_kernels: bool = F
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
+    (sockets / "kernels").mkdir(exist_ok=True)
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     config.merge(Config({
         "CourseDirectory": {"root": str(root), "db_url": f"sqlite:///{folder / 'gradebook.db'}",
                             "autograded_directory": str(folder / "autograded")},
-        "KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")},
+        # In a folder of their own: a confined kernel writes there (its sockets are files), and nowhere near the
+        # judge's and the zygote's sockets (coursekit.kernel_sandbox).
+        "KernelManager": {"transport": "ipc", "ip": str(sockets / "kernels" / "k")},
     }))
     if forked_kernels:
         config.merge(Config({"Execute": {"kernel_manager_class": "coursekit.kernelzygote.ZygoteKernelManager"}}))
@@ -167,10 +171,15 @@ def serve(root: Path, chapter: str, folder: Path, out: Path, sockets: Path, devi
             reply: dict = {"student": student}
             made = out / "records" / f"{student}.json"
 
-            def make_record(reply=reply, made=made, student=student) -> None:
+            # The record is made from a copy taken before the kernel starts, in this worker's folder, which no
+            # kernel may read or write (coursekit.kernel_sandbox); so is the record itself (out/records).
+            copy = folder / "copies" / f"{student}.ipynb"
+            copy.parent.mkdir(exist_ok=True)
+            shutil.copyfile(course.notebook(course.submitted, chapter, student), copy)
+
+            def make_record(reply=reply, made=made, copy=copy) -> None:
                 try:
-                    record.write_record(course.notebook(course.submitted, chapter, student), instructor, made,
-                                        device=device)
+                    record.write_record(copy, instructor, made, device=device)
                     reply["record_error"] = ""
                 except Exception:  # noqa: BLE001 - the record could not be made: said, and the worker goes on
                     made.unlink(missing_ok=True)

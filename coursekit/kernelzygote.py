@@ -41,6 +41,8 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
+from coursekit.kernel_sandbox import Confining
+
 KERNEL_MODULE = "ipykernel_launcher"
 # What every kernel imports as it starts (ipykernel's application and IPython), and what every chapter's opening
 # cell imports first; the worker adds the rest of the opening cell's third-party imports (torchvision in 04).
@@ -66,6 +68,11 @@ def serve(path: str, preload: list[str]) -> None:
         with contextlib.suppress(Exception):  # a module that fails to import fails in the kernel, as it would
             importlib.import_module(module)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # kernels are reaped as they end (no zombies to wait for)
+    # What a kernel's code starts and orphans (a double fork, setsid) becomes this process's child, not init's, and
+    # is ended before the next kernel starts: nothing of one submission outlives it into the next one's run.
+    from graders.isolation import become_subreaper, end_every_child
+
+    become_subreaper()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -76,6 +83,7 @@ def serve(path: str, preload: list[str]) -> None:
     while True:
         ready, _, _ = select.select([stop, listener], [], [])
         if stop in ready and not os.read(stop, 4096):
+            end_every_child()
             return
         if listener in ready:
             connection, _ = listener.accept()
@@ -83,6 +91,8 @@ def serve(path: str, preload: list[str]) -> None:
                 connection.settimeout(_ANSWER_TIMEOUT_S)
                 try:
                     request = json.loads(_receive(connection))
+                    if request.get("alone"):  # a worker runs one kernel at a time: any other is a leftover
+                        end_every_child()
                     pid = _fork_kernel(request["argv"], request["env"], request["cwd"], listener, connection)
                     _send(connection, json.dumps({"pid": pid}).encode())
                 except Exception as exc:  # noqa: BLE001 - told to the worker, which launches the kernel itself
@@ -117,6 +127,10 @@ def _fork_kernel(argv: list[str], env: dict[str, str], cwd: str, *open_sockets: 
             sys.modules["numpy"].random.seed()
         for name in [m for m in sys.modules if m.split(".")[0] in OWN_PACKAGES]:
             del sys.modules[name]  # this very module included: the kernel imports the course's own afresh
+        if env.get("_COURSE_KERNEL_SANDBOX") == "1":  # (kernel_sandbox.SANDBOX_ENV: its manager asked for it)
+            from coursekit import kernel_sandbox
+
+            print(f"kernel {os.getpid()}: {kernel_sandbox.confine_this_kernel(cwd, argv)}", file=sys.stderr, flush=True)
         sys.argv = [KERNEL_MODULE, *argv[3:]]
         from ipykernel import kernelapp
 
@@ -179,12 +193,16 @@ class Zygote:
     def __init__(self, path: Path, log: Path, preload: list[str]) -> None:
         self.path = path
         with open(log, "ab") as out:
+            # A session of its own: a worker stopped at its time limit (its process group killed) leaves the zygote
+            # to see its stdin close and end every process it has, its kernels and what they orphaned (it is their
+            # subreaper), before it ends; killed with the group, it would leave those to init.
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "coursekit.kernelzygote", str(path), "--preload", ",".join(preload)],
-                stdin=subprocess.PIPE, stdout=out, stderr=out)
+                stdin=subprocess.PIPE, stdout=out, stderr=out, start_new_session=True)
 
-    def fork(self, argv: list[str], env: dict[str, str], cwd: str, wait_s: float = 60.0) -> int:
-        """A kernel forked from the zygote (its pid), once the zygote is ready (within ``wait_s``)."""
+    def fork(self, argv: list[str], env: dict[str, str], cwd: str, wait_s: float = 60.0, *, alone: bool = False) -> int:
+        """A kernel forked from the zygote (its pid), once the zygote is ready (within ``wait_s``); ``alone``: every
+        process the zygote still has (an earlier kernel, what its code left behind) is ended first."""
         if not hasattr(os, "fork") or not is_kernel_command(argv):
             raise ZygoteUnavailable("not a kernel this zygote can fork")
         deadline = time.monotonic() + wait_s
@@ -196,7 +214,7 @@ class Zygote:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
                 connection.settimeout(_ANSWER_TIMEOUT_S)
                 connection.connect(str(self.path))
-                _send(connection, json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode())
+                _send(connection, json.dumps({"argv": argv, "env": env, "cwd": cwd, "alone": alone}).encode())
                 answer = json.loads(_receive(connection))
         except (OSError, ValueError) as exc:
             raise ZygoteUnavailable(f"the zygote did not answer: {exc}") from exc
@@ -269,8 +287,9 @@ class _ForkFromZygote:
         provisioner = self.provisioner
         if _ZYGOTE is None or type(provisioner) is not LocalProvisioner:
             return await super()._async_launch_kernel(kernel_cmd, **kw)
+        env = kw["env"] = self._sandbox_env(dict(kw.get("env") or os.environ))  # (kept if launched after all)
         try:
-            pid = _ZYGOTE.fork(kernel_cmd, dict(kw.get("env") or os.environ), str(kw.get("cwd") or os.getcwd()))
+            pid = _ZYGOTE.fork(kernel_cmd, env, str(kw.get("cwd") or os.getcwd()), alone=True)
         except ZygoteUnavailable as exc:
             self.log.warning("kernel launched as usual: %s", exc)
             return await super()._async_launch_kernel(kernel_cmd, **kw)
@@ -281,11 +300,11 @@ class _ForkFromZygote:
         self._reconcile_connection_info(provisioner.connection_info)
 
 
-class ZygoteKernelManager(_ForkFromZygote, AsyncKernelManager):
+class ZygoteKernelManager(_ForkFromZygote, Confining, AsyncKernelManager):
     """nbgrader's kernel manager in a worker (nbclient's are asynchronous)."""
 
 
-class BlockingZygoteKernelManager(_ForkFromZygote, KernelManager):
+class BlockingZygoteKernelManager(_ForkFromZygote, Confining, KernelManager):
     """The same, with jupyter_client's blocking methods (scripts, tests)."""
 
 

@@ -72,6 +72,10 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Support:
     """What this machine offers: the Landlock ABI (0: none) and, when there is none, why."""
@@ -91,7 +95,9 @@ class Rules:
     read: tuple[str, ...] = ()    # hierarchies to read and execute
     write: tuple[str, ...] = ()   # hierarchies with every right (create, write, remove, rename)
     devices: tuple[str, ...] = ()  # files to read and write (/dev/null; a GPU's device files, with ioctl)
+    listed: tuple[str, ...] = ()  # folders whose entries may be listed (not read): a package with a hidden part
     tcp: bool = False             # TCP bind and connect allowed (the gloo ranks of one multi-rank check)
+    tcp_bind_ports: tuple[int, ...] = ()  # else TCP bind on these ports only, never connect (a kernel's own ports)
     open_files: int = 1024        # RLIMIT_NOFILE
     file_bytes: int = 1 << 28     # RLIMIT_FSIZE: no one file grows past 256 MiB (a checkpoint of the course: KBs)
     processes: int | None = None  # RLIMIT_NPROC: processes and threads of this user (root is exempt: see apply)
@@ -290,10 +296,17 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
         handled = attr.handled_access_fs
         for path in _existing(rules.read):
             _add_path(ruleset, path, READ & handled)
+        for path in _existing(rules.listed):
+            _add_path(ruleset, path, FS_READ_DIR & handled)
         for path in _existing(rules.devices):
             _add_path(ruleset, path, (FS_READ_FILE | FS_WRITE_FILE | FS_IOCTL_DEV) & handled)
         for path in _existing(rules.write):
             _add_path(ruleset, path, handled)
+        if attr.handled_access_net:
+            for port in rules.tcp_bind_ports:
+                rule = _NetPortAttr(NET_BIND_TCP, port)
+                _syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_NET_PORT), ctypes.byref(rule),
+                         ctypes.c_uint32(0))
         _syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
@@ -301,7 +314,8 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
     if _drop_capabilities():  # (RLIMIT_NPROC still spares root: the kernel exempts uid 0 itself, not a capability)
         enforced.append("no capabilities (root's dropped, for good)")
     if attr.handled_access_net:
-        enforced.append("no TCP")
+        enforced.append(f"no TCP but bind on ports {', '.join(map(str, rules.tcp_bind_ports))}"
+                        if rules.tcp_bind_ports else "no TCP")
     if attr.scoped:
         enforced.append("no signal or abstract socket outside the sandbox")
     return Applied(abi, tuple(enforced))

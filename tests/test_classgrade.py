@@ -21,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from coursekit import classgrade
 from graders.judge_server import KERNEL_CONNECTED
-from tests.processes import alive
+from tests.processes import alive, ended, with_command_line
 
 pytestmark = pytest.mark.slow
 
@@ -575,3 +575,89 @@ def test_a_folder_with_a_link_two_notebooks_or_an_enormous_one_is_refused_before
     assert reasons["oscar"] == "a symbolic link in the submission: notes"
     assert reasons["bob"].startswith("2 notebooks in the submission") and "hand in a1.ipynb alone" in reasons["bob"]
     assert reasons["walter"] == "the notebook is 60 MiB, over the 50 MiB a submission may be"
+
+
+# One answer cell that tries, from a real kernel of `make grade`, what a hostile student would (issue 34): every
+# attempt that works prints "GOT ..." into her own notebook; its answer itself is wrong. The course's files it aims
+# at are found from its working folder, which nbgrader puts beneath the course's .classgrade/.
+ATTACKS = '''import glob, os, signal, socket, subprocess, sys, time
+def contiguous_strides(shape):
+    return ()
+tried = []
+def attempt(what, action):
+    tried.append(what)
+    try:
+        result = action()
+    except BaseException as exc:  # refused: what a confined kernel is told
+        return
+    print("GOT", what, str(result)[:200])
+here = os.getcwd()
+root = here.split("/.classgrade/")[0]
+attempt("alice's answer", lambda: open(f"{root}/submitted/alice/a1/a1.ipynb").read())
+attempt("a listing of submitted/", lambda: os.listdir(f"{root}/submitted"))
+attempt("the gradebook", lambda: open(f"{root}/gradebook.db", "rb").read(100))
+attempt("the gradebook, written", lambda: open(f"{root}/gradebook.db", "ab").write(b"x"))
+attempt("a planted file", lambda: open(f"{root}/planted.txt", "w").write("x"))
+for folder in [os.path.dirname(here), os.path.dirname(os.path.dirname(here)), f"{root}/.classgrade/a1"]:
+    attempt(f"a record written in {folder}", lambda: open(f"{folder}/mallory.json", "w").write('{"score": 99}'))
+attempt("the reference answers", lambda: open("SOLUTIONS/ch01_tensors.py").read())
+attempt("a cat of the reference", lambda: subprocess.run(["cat", "SOLUTIONS/ch01_tensors.py"], check=True,
+                                                         capture_output=True).stdout)
+attempt("the grading process's environment", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read())
+attempt("a signal to the grading process", lambda: os.kill(os.getppid(), 0))
+attempt("a TCP connection", lambda: socket.create_connection(("127.0.0.1", 9), timeout=1))
+if os.fork() == 0:  # a double-forked, new-session sleeper that would outlive the kernel
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)  # MARKER"])
+    os._exit(0)
+time.sleep(0.5)
+print("tried", len(tried))
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kernels are confined on Linux (Landlock)")
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")
+def test_a_hostile_kernel_of_make_grade_reaches_nothing_of_the_class_and_leaves_nothing_running(tmp_path, monkeypatch):
+    """A class of three through make grade's workers (two, one kernel each at a time): mallory's answer cell attacks
+    the class from her kernel and gets nothing it tried (its prints say so), her own 0, the others their grades;
+    nothing outside the graded outputs changes, and nothing she started is left running."""
+    from graders import confine
+
+    if not confine.support().available:
+        pytest.skip(f"no Landlock here: {confine.support().reason}")
+    monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)
+    answer = OWN_STRIDES.format(step="max(int(size), 1)").replace("    strides, step", "    ### BEGIN SOLUTION\n    strides, step")
+    answer = answer.rstrip("\n") + "\n    ### END SOLUTION"
+    _course(tmp_path, [
+        new_code_cell("from graders import check"),
+        _cell(answer, solution=True, grade_id="answer"),
+        _cell('check("contiguous_strides", globals(), "returns_tuple_of_ints", "ordinary_shapes")', grade=True,
+              grade_id="basics", points=1),
+        _cell('check("contiguous_strides", globals(), "size_zero_dims", "pure_python")', grade=True,
+              grade_id="edges", points=2),
+    ])
+    marker = f"sleeper {os.getpid()} {time.monotonic_ns()}"
+    solutions = Path(__file__).resolve().parent.parent / "solutions"
+    honest = OWN_STRIDES.format(step="max(int(size), 1)")
+    students = {"alice": honest + "# alice's own words\n", "mallory": ATTACKS.replace("MARKER", marker).replace(
+        "SOLUTIONS", str(solutions)), "bob": honest}
+    for student, source in students.items():
+        _submit(tmp_path, student, source, answer_id="answer")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+    lines: list[str] = []
+    outcomes = classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lines.append)
+    assert {o.student: o.status for o in outcomes} == dict.fromkeys(students, "graded"), lines
+    assert _scores(tmp_path) == {"alice": 3.0, "mallory": 0.0, "bob": 3.0}
+
+    executed = nbformat.read(tmp_path / "autograded" / "mallory" / "a1" / "a1.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+    assert "tried 13" in printed, printed  # the premise: every attack ran
+    assert "GOT" not in printed and "alice's own words" not in printed, printed
+    assert ended(*with_command_line(marker)), "a process the kernel started outlived its grading"
+    changed = sorted(str(p.relative_to(tmp_path)) for p, data in before.items() if not p.exists() or p.read_bytes() != data)
+    assert changed == ["gradebook.db"], changed  # (the merge writes it; nothing else that was there changes)
+    assert not (tmp_path / "planted.txt").exists()
+    logs = "".join(p.read_text() for p in (tmp_path / ".classgrade" / "a1").rglob("zygote.log"))
+    assert logs.count("files only as granted") == len(students), logs[-3000:]
