@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+OUTLINES_ENV = "_COURSE_EXERCISE_OUTLINES"  # (graders.registry.OUTLINES_ENV; not imported: the launcher stays light)
 SANDBOX_ENV = "_COURSE_KERNEL_SANDBOX"  # "1" in a kernel's environment: confine it as it starts
 SOCKETS_ENV = "_COURSE_KERNEL_SOCKETS"  # the folder of this kernel's IPC sockets (written; make grade's workers)
 SCRATCH_ENV = "_COURSE_KERNEL_SCRATCH"  # a private folder for TMPDIR and IPYTHONDIR (made if missing)
@@ -88,6 +89,8 @@ def kernel_rules(cwd: str, argv: list[str]):
     reads += _matplotlib_dirs()
     if connection:
         reads.append(connection)
+    if os.environ.get(OUTLINES_ENV):
+        reads.append(os.environ[OUTLINES_ENV])
     writes = [cwd, os.environ[SCRATCH_ENV], "/dev/shm"]
     if os.environ.get(SOCKETS_ENV):
         writes.append(os.environ[SOCKETS_ENV])
@@ -129,6 +132,29 @@ def confine_this_kernel(cwd: str, argv: list[str]) -> str:
 # The grading process's side
 # --------------------------------------------------------------------------------------------------
 _JUDGE = None
+_OUTLINES: str | None = None
+
+
+def _outlines() -> str:
+    """The exercises' outlines (graders.registry.outlines), written once by this process to a file the kernels
+    read and cannot change: a check cell sends its answer to the judge with them, where the checks themselves are
+    not readable."""
+    global _OUTLINES
+    if _OUTLINES is None or not os.path.exists(_OUTLINES):
+        import atexit
+        import shutil
+        import tempfile
+
+        from graders.registry import outlines
+
+        folder = tempfile.mkdtemp(prefix="co")
+        path = os.path.join(folder, "outlines.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(outlines(), f)
+        os.chmod(path, 0o444)
+        atexit.register(shutil.rmtree, folder, True)
+        _OUTLINES = path
+    return _OUTLINES
 
 
 def _judge_outside() -> None:
@@ -168,7 +194,7 @@ class Confining:
 
         _judge_outside()
         self._course_scratch = tempfile.mkdtemp(prefix="kernel-")
-        env = {**env, SANDBOX_ENV: "1", SCRATCH_ENV: self._course_scratch,
+        env = {**env, SANDBOX_ENV: "1", SCRATCH_ENV: self._course_scratch, OUTLINES_ENV: _outlines(),
                SOCKET_ENV: env.get(SOCKET_ENV) or os.environ.get(SOCKET_ENV, "")}
         if getattr(self, "transport", "tcp") == "ipc":  # its sockets are files: their folder is written
             env[SOCKETS_ENV] = os.path.dirname(os.path.abspath(self.ip))

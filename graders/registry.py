@@ -170,3 +170,35 @@ def get_exercise(exercise_id: str) -> Exercise:
         known = ", ".join(sorted(REGISTRY))
         broken = "".join(f"\n(grader module {m} failed to load: {e})" for m, e in LOAD_ERRORS.items())
         raise UsageError(f"unknown exercise {exercise_id!r}; known exercises: {known}{broken}") from None
+
+
+OUTLINES_ENV = "_COURSE_EXERCISE_OUTLINES"  # a JSON file of every exercise's names and checks (confined kernels)
+
+
+def outlines() -> dict[str, dict[str, Any]]:
+    """Every exercise's id, chapter, names and checks (name, points, description): what a notebook's check cell
+    needs to send its answer to the judge, without a line of the checks themselves."""
+    return {e.id: {"chapter": e.chapter, "names": list(e.names),
+                   "checks": [[c.name, c.points, c.description] for c in e.checks]} for e in exercises()}
+
+
+def _unjudgeable(student: Any, device: Any) -> None:
+    raise RuntimeError("an exercise's outline holds no checks to run: its judge runs them")
+
+
+def outline(exercise_id: str) -> Exercise:
+    """The exercise as a check cell sees it: from ``$_COURSE_EXERCISE_OUTLINES`` where the grading process wrote
+    them for a kernel that may not read the checks (coursekit.kernel_sandbox), else the exercise itself."""
+    import json
+    import os
+
+    path = os.environ.get(OUTLINES_ENV)
+    if not path:
+        return get_exercise(exercise_id)
+    with open(path, encoding="utf-8") as f:
+        found = json.load(f)
+    if exercise_id not in found:
+        raise UsageError(f"unknown exercise {exercise_id!r}; known exercises: {', '.join(sorted(found))}")
+    item = found[exercise_id]
+    return Exercise(exercise_id, item["chapter"], tuple(item["names"]),
+                    checks=[Check(name, points, text, _unjudgeable) for name, points, text in item["checks"]])

@@ -650,6 +650,11 @@ def test_a_hostile_kernel_of_make_grade_reaches_nothing_of_the_class_and_leaves_
     outcomes = classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lines.append)
     assert {o.student: o.status for o in outcomes} == dict.fromkeys(students, "graded"), lines
     assert _scores(tmp_path) == {"alice": 3.0, "mallory": 0.0, "bob": 3.0}
+    with open(tmp_path / "reports" / "a1" / "scores.csv", newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    # the confined kernels' own checks (judged outside, from the exercises' outlines) agree with the records
+    assert {s: (float(r["kernel_score"]), r["record_differs"]) for s, r in rows.items()} == {
+        "alice": (3.0, ""), "mallory": (0.0, ""), "bob": (3.0, "")}
 
     executed = nbformat.read(tmp_path / "autograded" / "mallory" / "a1" / "a1.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
