@@ -38,27 +38,31 @@ student-edition: setup
 ## test: the whole suite: graders, command line, nbgrader round trip, JupyterLab, and nbval on every chapter
 ## (the instructor notebooks, whose answers import the reference, with processes started by spawn as on
 ## macOS and Windows, on another CPU's code paths: AVX2, two threads; tests/test_notebook_numerics.py: a committed
-## output must reproduce on any machine). One pytest session spread over every core (pytest-xdist; JOBS=0 runs it in one process)
+## output must reproduce on any machine). One pytest session spread over every core and one more worker (pytest-xdist, TEST_JOBS below; JOBS=0 runs it in one process)
 ## with --dist loadscope: a test class or file stays on one worker (so a chapter's nbgrader round trip, one
 ## class, runs once, and a chapter's notebook runs too).
 ## A bug fixture is graded on the checks it names; COURSE_EVERY_CHECK=1 (CI) grades every check (tests/submissions.py)
 ## and executes the notebooks under four more conditions.
 JOBS ?= auto
+# make test's workers: one more than the cores, at most one per 2 GiB of memory. Its tests wait on the processes they
+# start (kernels, ranks, judges) about an eighth of the time: on 2 cores, 2 workers kept the machine 87 % busy and
+# took 246 s for tests/test_submissions.py, 3 workers 98 % and 182 s; the whole suite 661 s -> 580 s (2026-12-03).
+TEST_JOBS ?= $(if $(filter-out auto,$(JOBS)),$(JOBS),$(shell $(PYTHON) -c "import os; memory = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 1 << 40; print(max(1, min((os.cpu_count() or 1) + 1, memory >> 31)))"))
 # The tests, CI and the committed notebooks never download (chapter 04 then uses its offline data).
 test notebooks: export COURSE_OFFLINE := 1
 test: setup
-	$(BIN)/python -m pytest tests -n $(JOBS) --dist loadscope --no-loadscope-reorder
+	$(BIN)/python -m pytest tests -n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
 ## test-fast: the suite without nbgrader, JupyterLab and nbval (for quick iteration)
 test-fast: export COURSE_OFFLINE := 1
 test-fast: setup
-	$(BIN)/python -m pytest tests -m "not slow" -n $(JOBS) --dist loadscope --no-loadscope-reorder
+	$(BIN)/python -m pytest tests -m "not slow" -n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
 ## grade: autograde every submission of CHAPTER in submitted/ on JOBS workers (default: every core), make each
 ## one's grade of record outside the kernel, write both to the gradebook (one writer) and the class report to
 ## reports/CHAPTER/ (coursekit/classgrade.py). SHARD=K/N grades one shard only (another machine, a Kubernetes
 ## or Slurm job: docs/grading/); MERGE=1 then writes every shard. In the course root.
-## (JOBS is shared with `make test`, where it defaults to auto: every core here too.)
+## (JOBS is shared with `make test`, where it defaults to one worker more than the cores: TEST_JOBS.)
 grade: setup
 	@test -n "$(CHAPTER)" || { echo "usage: make grade CHAPTER=01_tensors [JOBS=2] [STUDENT=id] [SHARD=K/N | MERGE=1]"; exit 2; }
 	$(BIN)/python -m coursekit.classgrade $(CHAPTER) $(if $(filter-out auto,$(JOBS)),--jobs $(JOBS)) \
