@@ -4,6 +4,7 @@
     python benchmarks/classgrade.py --chapters 01_tensors 03_modules --submissions 24 --jobs 2
     python benchmarks/classgrade.py --trivial-only                   # only the per-submission cost ratios
     python benchmarks/classgrade.py --keep /tmp/classgrade           # keep the courses, logs and results.json
+    python benchmarks/classgrade.py --chapters 01_tensors --confinement  # B unconfined too: confinement's share
 
 A script, not a test: the figures depend on the machine and on what else runs on it (issue 14 asks for a
 quiet 2-core machine). For each chapter it builds a course in a temporary folder from the repository's
@@ -70,11 +71,12 @@ def grading_env() -> dict[str, str]:
     return env
 
 
-def run_logged(command: list[str], root: Path, log: Path, *, echo: str | None = None) -> tuple[float, int]:
-    """Run ``command`` in ``root``, its output appended to ``log`` (and printed after ``echo``, when given);
-    its wall time in seconds and its exit code."""
+def run_logged(command: list[str], root: Path, log: Path, *, echo: str | None = None,
+               env: dict[str, str] | None = None) -> tuple[float, int]:
+    """Run ``command`` in ``root`` (``env`` added to the grading environment), its output appended to ``log`` (and
+    printed after ``echo``, when given); its wall time in seconds and its exit code."""
     start = time.monotonic()
-    with open(log, "a") as out, subprocess.Popen(command, cwd=root, env=grading_env(), text=True,
+    with open(log, "a") as out, subprocess.Popen(command, cwd=root, env={**grading_env(), **(env or {})}, text=True,
                                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as process:
         for line in process.stdout:
             out.write(line)
@@ -369,12 +371,13 @@ def time_serial(root: Path, chapter: str, log: Path) -> float:
     return seconds
 
 
-def time_parallel(root: Path, chapter: str, jobs: int, log: Path) -> tuple[float, dict]:
+def time_parallel(root: Path, chapter: str, jobs: int, log: Path, env: dict[str, str] | None = None) -> tuple[float, dict]:
     """Run B: ``make grade``'s command, its output shown as it comes; its wall time and how that splits."""
-    print(f"  B: python -m coursekit.classgrade {chapter} --jobs {jobs} ...", flush=True)
+    print(f"  B: python -m coursekit.classgrade {chapter} --jobs {jobs} {' '.join(f'{k}={v}' for k, v in (env or {}).items())}...",
+          flush=True)
     started = time.time()
     seconds, code = run_logged([sys.executable, "-m", "coursekit.classgrade", chapter, "--root", str(root),
-                                "--jobs", str(jobs)], root, log, echo="    | ")
+                                "--jobs", str(jobs)], root, log, echo="    | ", env=env)
     if code != 0:
         raise SystemExit(f"coursekit.classgrade failed (exit code {code}); see {log}")
     split = parallel_breakdown(root, chapter, started, seconds)
@@ -400,6 +403,13 @@ def benchmark_chapter(chapter: str, folder: Path, args, trivial_s: float) -> dic
     serial_s = time_serial(serial, chapter, folder / "serial.log")
     parallel_s, split = time_parallel(parallel, chapter, args.jobs, folder / "parallel.log")
     print(f"  serial / parallel = {serial_s / parallel_s:.2f}x (target >= {TARGET_RATIO}x)")
+    confinement = {}
+    if args.confinement:  # B again on a copy, every kernel and check unconfined: what confinement costs
+        bare = copy_course(prepared, folder / "parallel_unconfined", args.cell_timeout)
+        bare_s, _ = time_parallel(bare, chapter, args.jobs, folder / "parallel_unconfined.log", {"COURSE_CONFINE": "0"})
+        share = (parallel_s - bare_s) / bare_s
+        print(f"  confinement: {parallel_s:.1f} s confined, {bare_s:.1f} s unconfined: {100 * share:+.1f} % (goal <= 3 %)")
+        confinement = {"unconfined_s": round(bare_s, 1), "confinement_share": round(share, 3)}
 
     serial_grades, parallel_grades = read_grades(serial, chapter), read_grades(parallel, chapter)
     found = compare(serial_grades, parallel_grades, {s.name: s.kind for s in students})
@@ -410,7 +420,7 @@ def benchmark_chapter(chapter: str, folder: Path, args, trivial_s: float) -> dic
             "students": [dataclasses.asdict(s) for s in students],
             "serial_s": round(serial_s, 1), "parallel_s": round(parallel_s, 1), "ratio": round(serial_s / parallel_s, 2),
             "parallel_breakdown": split, "kernel_identical": not found["kernel_differences"],
-            "single_s": round(single_s, 1), "single_over_trivial": round(single_s / trivial_s, 2), **found}
+            "single_s": round(single_s, 1), "single_over_trivial": round(single_s / trivial_s, 2), **confinement, **found}
 
 
 def single_only(chapter: str, folder: Path, args, trivial_s: float) -> dict:
@@ -468,6 +478,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the class's answers")
     parser.add_argument("--keep", type=Path, help="build the courses here and keep them, with results.json")
     parser.add_argument("--repeat", type=int, default=2, help="single autogrades timed (the best counts)")
+    parser.add_argument("--confinement", action="store_true",
+                        help="run B a second time with COURSE_CONFINE=0 and report confinement's share of its time")
     parser.add_argument("--trivial-only", action="store_true",
                         help="only one submission per chapter against the trivial notebook (no class runs)")
     args = parser.parse_args(argv)

@@ -125,7 +125,30 @@ def confine_this_kernel(cwd: str, argv: list[str]) -> str:
     os.environ["IPYTHONDIR"] = os.path.join(scratch, "ipython")  # IPython writes its profile there
     tempfile.tempdir = None
     applied = confine.apply(kernel_rules(cwd, argv), required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")
+    if applied.abi:
+        _children_from_own_proc()
     return confine.describe(applied) if applied.abi else f"kernel NOT confined: {applied.reason}"
+
+
+def _children_from_own_proc() -> None:
+    """ipykernel ends its children at exit by listing every process of the machine (psutil reads all of /proc); a
+    confined kernel may read its own /proc entry only, and that failed with a traceback at every kernel's exit. Its
+    children are read from there instead (direct children of its process group; the grading process ends the rest)."""
+    from ipykernel import kernelbase
+
+    def own_children(kernel) -> list:
+        import psutil
+
+        found = []
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
+                for pid in f.read().split():
+                    with contextlib.suppress(OSError, psutil.Error):
+                        if os.getpgid(int(pid)) == os.getpgrp():
+                            found.append(psutil.Process(int(pid)))
+        return found
+
+    kernelbase.Kernel._process_children = own_children
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,16 +180,18 @@ def _outlines() -> str:
     return _OUTLINES
 
 
-def _judge_outside() -> None:
-    """A judge for the kernels' checks, started by this (unconfined) process on the first kernel; the kernels find
-    it through ``$COURSE_JUDGE_SOCKET``. A confined kernel's own judge would be confined too, and could not read the
-    chapters' checks. Already there in ``make grade``'s workers, which start theirs (coursekit.gradeworker)."""
+def _judge_outside() -> str:
+    """The socket of a judge for the kernels' checks, started by this (unconfined) process on the first kernel and
+    given to each kernel in its environment (``$COURSE_JUDGE_SOCKET``): a confined kernel's own judge would be
+    confined too, and could not read the chapters' checks. A make grade worker has its own already
+    (coursekit.gradeworker). This process's own environment is left as it was: nothing else it starts is sent to
+    this judge, which judges with the rights this process had when it started it (the instructor's or not)."""
     global _JUDGE
     from graders.judge_server import SOCKET_ENV
 
+    if os.environ.get(SOCKET_ENV) and _JUDGE is None:
+        return os.environ[SOCKET_ENV]
     if _JUDGE is None:
-        if os.environ.get(SOCKET_ENV):
-            return
         import atexit
         import shutil
         import tempfile
@@ -174,9 +199,13 @@ def _judge_outside() -> None:
         from coursekit.gradeworker import SharedJudge
 
         folder = Path(tempfile.mkdtemp(prefix="cj"))  # short: a Unix socket's path has about 100 bytes
+        before = os.environ.get(SOCKET_ENV)
         _JUDGE = SharedJudge(folder / "judge", folder / "judge.log")
+        if before is None:  # (SharedJudge names itself in os.environ, for a worker's kernels)
+            os.environ.pop(SOCKET_ENV, None)
         atexit.register(shutil.rmtree, folder, True)
     _JUDGE.ensure_running()
+    return str(_JUDGE.path)
 
 
 class Confining:
@@ -192,10 +221,9 @@ class Confining:
 
         from graders.judge_server import SOCKET_ENV
 
-        _judge_outside()
         self._course_scratch = tempfile.mkdtemp(prefix="kernel-")
         env = {**env, SANDBOX_ENV: "1", SCRATCH_ENV: self._course_scratch, OUTLINES_ENV: _outlines(),
-               SOCKET_ENV: env.get(SOCKET_ENV) or os.environ.get(SOCKET_ENV, "")}
+               SOCKET_ENV: env.get(SOCKET_ENV) or _judge_outside()}
         if getattr(self, "transport", "tcp") == "ipc":  # its sockets are files: their folder is written
             env[SOCKETS_ENV] = os.path.dirname(os.path.abspath(self.ip))
         return env
@@ -248,8 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     said = confine_this_kernel(os.getcwd(), argv) if os.environ.get(SANDBOX_ENV) == "1" else ""
     if said.startswith("kernel NOT"):  # (the kernel's own stderr: the grading process's log, never a cell)
         print(said, file=sys.stderr, flush=True)
-    os.execv(argv[0], argv)
-    return 1  # not reached
+    if argv[1:3] != ["-m", "ipykernel_launcher"] or os.path.realpath(argv[0]) != os.path.realpath(sys.executable):
+        os.execv(argv[0], argv)  # another kernel: as it is, confined
+    # This interpreter's kernel: started here (its ipykernel patched as above, and one Python start saved), with
+    # the course's own modules imported afresh by it, as a kernel of its own would.
+    for name in [m for m in sys.modules if m.split(".")[0] in ("coursekit", "graders")]:
+        del sys.modules[name]
+    sys.argv = ["ipykernel_launcher", *argv[3:]]
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
+    return 0
 
 
 if __name__ == "__main__":

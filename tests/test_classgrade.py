@@ -22,6 +22,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from coursekit import classgrade
 from graders.judge_server import KERNEL_CONNECTED
 from tests.processes import alive, ended, with_command_line
+from tests.test_feedback import MARK, _Active, _body
 
 pytestmark = pytest.mark.slow
 
@@ -105,6 +106,10 @@ def _pod(manifest: Path, root: Path, **env) -> subprocess.Popen:
     """The manifest's container command, run here as its pod would run it, on the tiny course (chapter a1)."""
     container = _container(manifest)
     pod_env = {item["name"]: item["value"] for item in container["env"]} | {"CHAPTER": "a1", "COURSE_ROOT": str(root)}
+    from graders import confine
+
+    if not confine.support().available:  # (a node like this one would fail the pod, as the manifest asks)
+        pod_env["COURSE_REQUIRE_CONFINEMENT"] = "0"
     return subprocess.Popen(container["command"], cwd=root, env={**_env(), **pod_env, **env}, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -355,13 +360,11 @@ TAMPERED = {  # student: (answer cell, kernel's score, score of record)
 }
 
 
-@pytest.mark.full  # about 70 s: four submissions that import torch, then one regraded
-@pytest.mark.filterwarnings("ignore:Object of type <Submitted")
-def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_says_so(tmp_path, monkeypatch):
-    monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)  # students' rules: no reference answers
+def _strides_course(root):
+    """A course of one exercise of chapter 01 (contiguous_strides): its answer cell and two check cells."""
     answer = OWN_STRIDES.format(step="max(int(size), 1)").replace("    strides, step", "    ### BEGIN SOLUTION\n    strides, step")
     answer = answer.rstrip("\n") + "\n    ### END SOLUTION"
-    _course(tmp_path, [
+    _course(root, [
         new_code_cell("from graders import check"),
         _cell(answer, solution=True, grade_id="answer"),
         _cell('check("contiguous_strides", globals(), "returns_tuple_of_ints", "ordinary_shapes")', grade=True,
@@ -369,6 +372,13 @@ def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_s
         _cell('check("contiguous_strides", globals(), "size_zero_dims", "pure_python")', grade=True,
               grade_id="edges", points=2),
     ])
+
+
+@pytest.mark.full  # about 70 s: four submissions that import torch, then one regraded
+@pytest.mark.filterwarnings("ignore:Object of type <Submitted")
+def test_tampering_fools_the_kernel_but_not_the_grade_of_record_and_the_report_says_so(tmp_path, monkeypatch):
+    monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)  # students' rules: no reference answers
+    _strides_course(tmp_path)
     for student, (source, _, _) in TAMPERED.items():
         _submit(tmp_path, student, source, answer_id="answer")
     lines: list[str] = []
@@ -613,6 +623,8 @@ if os.fork() == 0:  # a double-forked, new-session sleeper that would outlive th
     os._exit(0)
 time.sleep(0.5)
 print("tried", len(tried))
+from IPython.display import HTML, display
+display(HTML("<b>bold</b><script>alert('MALLORY_MARK')</script><img src=x onerror=\\"alert('MALLORY_MARK')\\">"))
 '''
 
 
@@ -627,34 +639,33 @@ def test_a_hostile_kernel_of_make_grade_reaches_nothing_of_the_class_and_leaves_
     if not confine.support().available:
         pytest.skip(f"no Landlock here: {confine.support().reason}")
     monkeypatch.delenv("COURSE_INSTRUCTOR", raising=False)
-    answer = OWN_STRIDES.format(step="max(int(size), 1)").replace("    strides, step", "    ### BEGIN SOLUTION\n    strides, step")
-    answer = answer.rstrip("\n") + "\n    ### END SOLUTION"
-    _course(tmp_path, [
-        new_code_cell("from graders import check"),
-        _cell(answer, solution=True, grade_id="answer"),
-        _cell('check("contiguous_strides", globals(), "returns_tuple_of_ints", "ordinary_shapes")', grade=True,
-              grade_id="basics", points=1),
-        _cell('check("contiguous_strides", globals(), "size_zero_dims", "pure_python")', grade=True,
-              grade_id="edges", points=2),
-    ])
+    _strides_course(tmp_path)
     marker = f"sleeper {os.getpid()} {time.monotonic_ns()}"
     solutions = Path(__file__).resolve().parent.parent / "solutions"
     honest = OWN_STRIDES.format(step="max(int(size), 1)")
     students = {"alice": honest + "# alice's own words\n", "mallory": ATTACKS.replace("MARKER", marker).replace(
-        "SOLUTIONS", str(solutions)), "bob": honest}
-    for student, source in students.items():
+        "SOLUTIONS", str(solutions)).replace("MALLORY_MARK", MARK), "bob": honest}
+    for student, source in {**students, "carol": honest}.items():
         _submit(tmp_path, student, source, answer_id="answer")
+    tampered = tmp_path / "submitted" / "carol" / "a1" / "a1.ipynb"  # a test cell turned into an answer cell
+    nb = nbformat.read(tampered, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "edges":
+            cell.metadata["nbgrader"].update(solution=True, grade=False, locked=False)
+            cell.source = "pass"
+    nbformat.write(nb, tampered)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
 
     lines: list[str] = []
     outcomes = classgrade.grade_class(tmp_path, "a1", jobs=2, progress=lines.append)
-    assert {o.student: o.status for o in outcomes} == dict.fromkeys(students, "graded"), lines
-    assert _scores(tmp_path) == {"alice": 3.0, "mallory": 0.0, "bob": 3.0}
+    assert {o.student: o.status for o in outcomes} == {**dict.fromkeys(students, "graded"), "carol": "refused"}, lines
+    assert _scores(tmp_path) == {"alice": 3.0, "mallory": 0.0, "bob": 3.0, "carol": 0.0}
     with open(tmp_path / "reports" / "a1" / "scores.csv", newline="") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
     # the confined kernels' own checks (judged outside, from the exercises' outlines) agree with the records
-    assert {s: (float(r["kernel_score"]), r["record_differs"]) for s, r in rows.items()} == {
+    assert {s: (float(r["kernel_score"]), r["record_differs"]) for s, r in rows.items() if s != "carol"} == {
         "alice": (3.0, ""), "mallory": (0.0, ""), "bob": (3.0, "")}
+    assert "Inconsistent checksums for cell edges" in str(rows["carol"]), rows["carol"]
 
     executed = nbformat.read(tmp_path / "autograded" / "mallory" / "a1" / "a1.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
@@ -665,4 +676,18 @@ def test_a_hostile_kernel_of_make_grade_reaches_nothing_of_the_class_and_leaves_
     assert changed == ["gradebook.db"], changed  # (the merge writes it; nothing else that was there changes)
     assert not (tmp_path / "planted.txt").exists()
     logs = "".join(p.read_text() for p in (tmp_path / ".classgrade" / "a1").rglob("zygote.log"))
-    assert logs.count("files only as granted") == len(students), logs[-3000:]
+    assert logs.count("files only as granted") == len(students), logs[-3000:]  # (nbgrader refused carol's before a kernel)
+
+    # The feedback mallory's notebook gets, rendered with the course's preprocessors, runs nothing of hers.
+    with open(tmp_path / "nbgrader_config.py", "a") as config:
+        config.write("c.GenerateFeedback.preprocessors = ['nbgrader.preprocessors.GetGrades', "
+                     "'nbconvert.preprocessors.CSSHTMLHeaderPreprocessor', 'coursekit.feedback.HideHiddenTests', "
+                     "'coursekit.feedback.SanitizeSubmission']\n")
+    made = subprocess.run([sys.executable, "-m", "nbgrader", "generate_feedback", "a1", "--student", "mallory"],
+                          cwd=tmp_path, capture_output=True, text=True, env=_env(), timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    html = (tmp_path / "feedback" / "mallory" / "a1" / "a1.html").read_text()
+    assert "<b>bold</b>" in html and MARK in html  # the premise: her output is in the page, as text ...
+    active = _Active()
+    active.feed(_body(html))
+    assert active.found == [], active.found  # ... and nothing of it runs (tests/test_feedback.py)

@@ -301,3 +301,24 @@ def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afres
     finally:
         keep.close()
     assert ended(started[1])
+
+
+def test_an_exercise_outline_is_what_a_check_cell_needs_of_it_and_nothing_of_its_checks(tmp_path, monkeypatch):
+    """A confined kernel reads no checks: its check cells send their answer with the exercise's outline, which the
+    grading process wrote (graders.registry.outline): the same names, checks and points, and no check's code."""
+    import json
+
+    from graders import registry
+
+    path = tmp_path / "outlines.json"
+    path.write_text(json.dumps(registry.outlines()))
+    monkeypatch.setenv(registry.OUTLINES_ENV, str(path))
+    for exercise in registry.exercises():
+        outline = registry.outline(exercise.id)
+        assert (outline.id, outline.chapter, outline.names) == (exercise.id, exercise.chapter, exercise.names)
+        assert [(c.name, c.points) for c in outline.select(None)] == [(c.name, c.points) for c in exercise.checks]
+        assert all(c.function is registry._unjudgeable for c in outline.checks)
+    with pytest.raises(registry.UsageError, match="unknown exercise 'nope'"):
+        registry.outline("nope")
+    with pytest.raises(registry.UsageError, match="has no check named"):
+        registry.outline(exercise.id).select(["nope"])

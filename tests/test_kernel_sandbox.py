@@ -94,6 +94,11 @@ def test_a_kernel_refuses_every_attempt_writes_its_folder_and_its_checks_are_jud
     checks = "check('is_contiguous', globals(), 'contiguous_layouts', 'non_contiguous_layouts')\n"
     verdict = run("from graders import check\n" + right + "\n" + checks + "print('passed')")
     assert verdict.rstrip().endswith("passed"), verdict
+    # The judge is named to the kernels alone: a notebook this process runs next (nbval's) starts its own, with its
+    # own rights (this one leaked into the test process once, and judged an instructor's notebook as a student's).
+    from graders.judge_server import SOCKET_ENV
+
+    assert SOCKET_ENV not in os.environ
     verdict = run(wrong + "\n" + checks)
     assert "[ExerciseNotPassed" in verdict or "[AssertionError" in verdict, verdict
 

@@ -18,6 +18,10 @@ set -euo pipefail
 COURSE_ROOT=${COURSE_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
 PYTHON=${PYTHON:-$COURSE_ROOT/.venv/bin/python}   # the environment `make setup` built
 # The array's indices must be 0 .. SHARDS-1 (as --array=0-3 above): K counts from 0.
+# Kernels and checks run confined by the node's kernel (Landlock, seccomp, rlimits); on a node without Landlock
+# (Linux older than 5.13, or not among its LSMs) this fails at the first kernel, saying why, instead of grading
+# unconfined. Set COURSE_REQUIRE_CONFINEMENT=0 to grade there all the same (the report then says unconfined).
+export COURSE_REQUIRE_CONFINEMENT=${COURSE_REQUIRE_CONFINEMENT:-1}
 SHARDS=${SLURM_ARRAY_TASK_COUNT:?run it as a job array (sbatch), or set SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT}
 exec "$PYTHON" -m coursekit.classgrade "$CHAPTER" --root "$COURSE_ROOT" \
     --shard "$SLURM_ARRAY_TASK_ID/$SHARDS" --jobs "${SLURM_CPUS_PER_TASK:-2}"
