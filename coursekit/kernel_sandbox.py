@@ -91,12 +91,15 @@ def kernel_rules(cwd: str, argv: list[str]):
         reads.append(connection)
     if os.environ.get(OUTLINES_ENV):
         reads.append(os.environ[OUTLINES_ENV])
-    writes = [cwd, os.environ[SCRATCH_ENV], "/dev/shm"]
-    if os.environ.get(SOCKETS_ENV):
-        writes.append(os.environ[SOCKETS_ENV])
+    # Its folder and scratch without links or special files: nbgrader (unconfined) writes the executed notebook
+    # into that folder afterwards, and a symbolic link put in its place would lead that write anywhere (the
+    # gradebook, another student's notebook). Its sockets' folder needs sockets, and holds nothing else.
+    plain = [cwd, os.environ[SCRATCH_ENV]]
+    writes = ["/dev/shm"] + ([os.environ[SOCKETS_ENV]] if os.environ.get(SOCKETS_ENV) else [])
     # graders/ is listed, not read: Python lists a package's folder to import from it, and its chapters' checks,
     # beneath it, stay unreadable (their names are no secret: the exercises' list says them)
-    return confine.Rules(read=tuple(reads), write=tuple(writes), devices=tuple(confine.default_devices()),
+    return confine.Rules(read=tuple(reads), write=tuple(writes), write_plain=tuple(plain),
+                         devices=tuple(confine.default_devices()),
                          listed=(str(ROOT / "graders"),), tcp=False, tcp_bind_ports=ports, processes=process_limit())
 
 
@@ -120,8 +123,9 @@ def confine_this_kernel(cwd: str, argv: list[str]) -> str:
     # ipykernel forwards a subprocess's output to the notebook through a TCP socket on an ephemeral port, which a
     # kernel without TCP cannot open: that output goes to the kernel's own stderr (the grading log, never a cell)
     # instead, and ipykernel's warning saying so is not repeated for every submission.
-    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [os.environ.get("PYTHONWARNINGS"),
-                                                           "ignore:Couldn't bind IOPub Pipe:UserWarning"]))
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Couldn't bind IOPub Pipe", category=UserWarning)
     os.environ["IPYTHONDIR"] = os.path.join(scratch, "ipython")  # IPython writes its profile there
     tempfile.tempdir = None
     applied = confine.apply(kernel_rules(cwd, argv), required=os.environ.get(REQUIRE_CONFINEMENT_ENV) == "1")

@@ -96,6 +96,9 @@ class Rules:
     write: tuple[str, ...] = ()   # hierarchies with every right (create, write, remove, rename)
     devices: tuple[str, ...] = ()  # files to read and write (/dev/null; a GPU's device files, with ioctl)
     listed: tuple[str, ...] = ()  # folders whose entries may be listed (not read): a package with a hidden part
+    # hierarchies with every right but making links and special files (symlinks, FIFOs, sockets, devices): what an
+    # unconfined process later writes there (nbgrader, the executed notebook) can then never be led elsewhere
+    write_plain: tuple[str, ...] = ()
     tcp: bool = False             # TCP bind and connect allowed (the gloo ranks of one multi-rank check)
     tcp_bind_ports: tuple[int, ...] = ()  # else TCP bind on these ports only, never connect (a kernel's own ports)
     open_files: int = 1024        # RLIMIT_NOFILE
@@ -302,6 +305,8 @@ def apply(rules: Rules, *, required: bool = False) -> Applied:
             _add_path(ruleset, path, (FS_READ_FILE | FS_WRITE_FILE | FS_IOCTL_DEV) & handled)
         for path in _existing(rules.write):
             _add_path(ruleset, path, handled)
+        for path in _existing(rules.write_plain):
+            _add_path(ruleset, path, handled & ~(FS_MAKE_SYM | FS_MAKE_FIFO | FS_MAKE_SOCK | FS_MAKE_CHAR | FS_MAKE_BLOCK))
         if attr.handled_access_net:
             for port in rules.tcp_bind_ports:
                 rule = _NetPortAttr(NET_BIND_TCP, port)

@@ -705,8 +705,10 @@ class Runner:
 
     def confinement(self) -> dict[str, Any]:
         """What the runner's process may touch besides its scratch (graders.confine.Rules; a rank widens it)."""
-        # the judge's exchange folders, where an exercise's checks made them (Exercise.writes_files) before it started
-        return {"write": [f for f in _EXCHANGE.values() if os.path.isdir(f)], "tcp": False}
+        # the judge's exchange folders, where an exercise's checks made them (Exercise.writes_files) before it started:
+        # without links or special files, since the judge reads back what the student's code left there (a symbolic
+        # link would lead that read to any file the judge may read, the reference answers included)
+        return {"write": [], "write_plain": [f for f in _EXCHANGE.values() if os.path.isdir(f)], "tcp": False}
 
 
 # ==================================================================================================
@@ -1328,7 +1330,10 @@ def confinement_rules(setup: dict) -> Any:
     hidden = [] if setup["instructor"] else course_hidden()
     reads += confine.reads_except(here, hidden)
     extra = setup["confinement"]
-    return confine.Rules(read=tuple(reads), write=(setup["scratch"], "/dev/shm", *extra["write"]),
+    # /dev/shm (shared memory, semaphores, an exchange folder in memory) holds regular files only, as an exchange
+    # folder does; the scratch may hold sockets (multiprocessing's, a DataLoader's workers)
+    return confine.Rules(read=tuple(reads), write=(setup["scratch"], *extra["write"]),
+                         write_plain=("/dev/shm", *extra.get("write_plain", ())),
                          devices=_static_devices(), tcp=extra["tcp"], processes=process_limit())
 
 

@@ -610,6 +610,9 @@ attempt("the gradebook, written", lambda: open(f"{root}/gradebook.db", "ab").wri
 attempt("a planted file", lambda: open(f"{root}/planted.txt", "w").write("x"))
 for folder in [os.path.dirname(here), os.path.dirname(os.path.dirname(here)), f"{root}/.classgrade/a1"]:
     attempt(f"a record written in {folder}", lambda: open(f"{folder}/mallory.json", "w").write('{"score": 99}'))
+# nbgrader writes the executed notebook into this folder afterwards: a link in its place would lead that write
+attempt("a link where nbgrader writes", lambda: (os.unlink(f"{here}/a1.ipynb"), os.symlink(f"{root}/gradebook.db", f"{here}/a1.ipynb")))
+attempt("a FIFO where nbgrader writes", lambda: os.mkfifo(f"{here}/a1.html"))
 attempt("the reference answers", lambda: open("SOLUTIONS/ch01_tensors.py").read())
 attempt("a cat of the reference", lambda: subprocess.run(["cat", "SOLUTIONS/ch01_tensors.py"], check=True,
                                                          capture_output=True).stdout)
@@ -669,7 +672,7 @@ def test_a_hostile_kernel_of_make_grade_reaches_nothing_of_the_class_and_leaves_
 
     executed = nbformat.read(tmp_path / "autograded" / "mallory" / "a1" / "a1.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
-    assert "tried 13" in printed, printed  # the premise: every attack ran
+    assert "tried 15" in printed, printed  # the premise: every attack ran
     assert "GOT" not in printed and "alice's own words" not in printed, printed
     assert ended(*with_command_line(marker)), "a process the kernel started outlived its grading"
     changed = sorted(str(p.relative_to(tmp_path)) for p, data in before.items() if not p.exists() or p.read_bytes() != data)

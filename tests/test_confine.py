@@ -29,6 +29,7 @@ needs_landlock = pytest.mark.skipif(not SUPPORT.available, reason=f"no Landlock 
 _CHILD = textwrap.dedent('''
     import json, os, socket, subprocess, sys, tempfile
     root, scratch, parent, port, udp = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    plain = sys.argv[6]  # written without links: where a judge reads back what the student's code left
     os.environ["TMPDIR"] = scratch
     tempfile.tempdir = None
     sys.path.insert(0, root)
@@ -38,7 +39,7 @@ _CHILD = textwrap.dedent('''
     hidden = [os.path.join(root, "solutions")] + [os.path.join(root, "graders", d)
                                                    for d in os.listdir(os.path.join(root, "graders")) if d.startswith("ch")]
     rules = confine.Rules(read=tuple(confine.system_reads() + confine.reads_except([root], hidden)),
-                          write=(scratch, "/dev/shm"), devices=tuple(confine.default_devices()))
+                          write=(scratch, "/dev/shm"), write_plain=(plain,), devices=tuple(confine.default_devices()))
     applied = confine.apply(rules)
     results = {"applied": list(applied.enforced)}
 
@@ -120,20 +121,27 @@ _CHILD = textwrap.dedent('''
     attempt("list network interfaces (netlink, as gloo does)", lambda: [n for _, n in socket.if_nameindex()])
     attempt("fallocate", fallocate)
     attempt("posix_fallocate", posix_fallocate)
+    attempt("a symbolic link where the judge reads", lambda: os.symlink(os.path.join(root, "solutions", "ch01_tensors.py"),
+                                                                         os.path.join(plain, "checkpoint.pt")))
+    attempt("a FIFO where the judge reads", lambda: os.mkfifo(os.path.join(plain, "fifo")))
+    attempt("a file where the judge reads, renamed", lambda: (open(os.path.join(plain, "tmp.pt"), "w").write("x"),
+                                                               os.replace(os.path.join(plain, "tmp.pt"), os.path.join(plain, "ckpt.pt"))))
+    attempt("a symbolic link in the scratch", lambda: os.symlink("/etc/hostname", os.path.join(scratch, "link")))
     print(json.dumps(results))
 ''')
 
 REFUSED = ["append to a course file", "create a file in the course", "read solutions/", "read solutions/ through cat",
            "list solutions/", "read a chapter's checks", "write the home folder", "write /tmp", "parent's mem",
            "parent's environ", "parent's fd/1", "raise the open-file limit", "keep a capability",
-           "a child keeps a capability"]
+           "a child keeps a capability", "a symbolic link where the judge reads", "a FIFO where the judge reads"]
 REFUSED_FROM_ABI_4 = ["TCP connect", "TCP bind"]
 REFUSED_FROM_ABI_6 = ["signal the parent"]
 REFUSED_BY_SECCOMP = ["fallocate"]  # x86_64 and aarch64 (graders.confine._SYSCALLS)
 REFUSED_SOCKETS = ["UDP datagram out", "UDP over IPv6", "ICMP ping socket", "raw socket", "packet socket"]  # seccomp too
 ALLOWED = ["write the scratch", "read the runner's code", "read /proc/self", "torch", "DataLoader with 2 workers",
            "kill its own child", "posix_fallocate", "UNIX datagram socket pair", "a TCP socket (connecting is Landlock's)",
-           "list network interfaces (netlink, as gloo does)"]
+           "list network interfaces (netlink, as gloo does)", "a file where the judge reads, renamed",
+           "a symbolic link in the scratch"]
 
 
 @pytest.fixture(scope="module")
@@ -145,10 +153,11 @@ def attacked():
     datagrams.bind(("127.0.0.1", 0))
     datagrams.setblocking(False)
     scratch = tempfile.mkdtemp(prefix="course-confine-")
+    plain = tempfile.mkdtemp(prefix="course-confine-plain-")
     before = {p: p.read_bytes() for p in (ROOT / "graders" / "judge.py",)}
     try:
         done = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), scratch, str(os.getpid()),
-                               str(listener.getsockname()[1]), str(datagrams.getsockname()[1])],
+                               str(listener.getsockname()[1]), str(datagrams.getsockname()[1]), plain],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         results = json.loads(done.stdout.strip().splitlines()[-1])
@@ -161,6 +170,7 @@ def attacked():
         listener.close()
         datagrams.close()
         shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(plain, ignore_errors=True)
         for planted in (ROOT / "planted.py", Path.home() / "planted-by-a-student", Path("/tmp/planted-by-a-student")):
             planted.unlink(missing_ok=True)
 
