@@ -690,7 +690,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(outcomes)} submissions in {time.monotonic() - start:.1f} s; "
           f"{len(failed)} could not be run in a kernel (their grade is their record alone); "
           f"{len(refused)} refused (scored 0, the reason in scores.csv)")
+    unconfined = unconfined_kernels(Path(args.root).resolve(), args.chapter)
+    if unconfined:
+        print(f"WARNING: {unconfined}")
     return 0
+
+
+def unconfined_kernels(root: Path, chapter: str) -> str:
+    """Why some kernel of this chapter's last run was NOT confined (its workers' zygote logs say so, with the reason;
+    coursekit.kernel_sandbox), or "" when every kernel was."""
+    said = []
+    for log in sorted((root / ".classgrade" / chapter / "shards").rglob("zygote.log")):
+        said += [line.split(": ", 1)[1] for line in log.read_text(errors="replace").splitlines()
+                 if line.startswith("kernel ") and "kernel NOT confined" in line]
+    if not said:
+        return ""
+    return (f"{len(said)} kernel(s) ran the students' code NOT confined by the operating system "
+            f"({sorted(set(s.removeprefix('kernel NOT confined: ') for s in said))[0]}): "
+            "a submission could read or change the class's files (COURSE_REQUIRE_CONFINEMENT=1 refuses to grade so)")
 
 
 if __name__ == "__main__":

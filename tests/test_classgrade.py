@@ -694,3 +694,16 @@ def test_a_hostile_kernel_of_make_grade_reaches_nothing_of_the_class_and_leaves_
     active = _Active()
     active.feed(_body(html))
     assert active.found == [], active.found  # ... and nothing of it runs (tests/test_feedback.py)
+
+
+def test_the_summary_warns_when_a_kernel_ran_unconfined(tmp_path):
+    """A kernel that could not be confined (no Landlock, COURSE_CONFINE=0) says so in its worker's zygote log; make
+    grade's summary then warns, with the reason, instead of keeping silent."""
+    worker = tmp_path / ".classgrade" / "a1" / "shards" / "0-of-1" / "worker0"
+    worker.mkdir(parents=True)
+    (worker / "zygote.log").write_text("kernel 12: confined: no new privileges; Landlock ABI 7: files only as granted\n")
+    assert classgrade.unconfined_kernels(tmp_path, "a1") == ""
+    with open(worker / "zygote.log", "a") as log:
+        log.write("kernel 13: kernel NOT confined: COURSE_CONFINE=0 was set\n")
+    said = classgrade.unconfined_kernels(tmp_path, "a1")
+    assert said.startswith("1 kernel(s) ran the students' code NOT confined") and "COURSE_CONFINE=0 was set" in said
