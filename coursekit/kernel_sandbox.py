@@ -91,11 +91,12 @@ def kernel_rules(cwd: str, argv: list[str]):
         reads.append(connection)
     if os.environ.get(OUTLINES_ENV):
         reads.append(os.environ[OUTLINES_ENV])
-    # Its folder and scratch without links or special files: nbgrader (unconfined) writes the executed notebook
-    # into that folder afterwards, and a symbolic link put in its place would lead that write anywhere (the
-    # gradebook, another student's notebook). Its sockets' folder needs sockets, and holds nothing else.
-    plain = [cwd, os.environ[SCRATCH_ENV]]
-    writes = ["/dev/shm"] + ([os.environ[SOCKETS_ENV]] if os.environ.get(SOCKETS_ENV) else [])
+    # Its folder without links or special files: nbgrader (unconfined) writes the executed notebook into it
+    # afterwards, and a symbolic link put in its place would lead that write anywhere (the gradebook, another
+    # student's notebook). Its scratch (TMPDIR: multiprocessing's sockets, a DataLoader's workers) and its sockets'
+    # folder may hold sockets; nothing outside reads either (the scratch is removed, links unfollowed).
+    plain = [cwd]
+    writes = [os.environ[SCRATCH_ENV], "/dev/shm"] + ([os.environ[SOCKETS_ENV]] if os.environ.get(SOCKETS_ENV) else [])
     # graders/ is listed, not read: Python lists a package's folder to import from it, and its chapters' checks,
     # beneath it, stay unreadable (their names are no secret: the exercises' list says them)
     return confine.Rules(read=tuple(reads), write=tuple(writes), write_plain=tuple(plain),

@@ -87,6 +87,12 @@ def test_a_kernel_refuses_every_attempt_writes_its_folder_and_its_checks_are_jud
     assert (work / "mine.txt").exists()  # its own folder: nbgrader's copy of the submission
     scratch = run("import os, tempfile; print(tempfile.gettempdir())").strip()
     assert scratch == manager._course_scratch and not scratch.startswith(str(work))
+    # A DataLoader's workers pass tensors through sockets in TMPDIR (its scratch): they work in a confined kernel.
+    loaded = run("import torch\nfrom torch.utils.data import DataLoader\n"
+                 "print([b.tolist() for b in DataLoader(torch.arange(6), batch_size=3, num_workers=2)])")
+    assert loaded.strip() == "[[0, 1, 2], [3, 4, 5]]", loaded
+    assert "refused" in run("import os\ntry:\n    os.symlink('/etc/hostname', 'a_link')\n"
+                            "except OSError:\n    print('refused')")  # (its folder: nbgrader writes there next)
     # Importing the course works (graders/ is listed, its chapters' checks not readable), and a check cell's
     # check is judged by the judge this process started, outside the sandbox, which reads the checks.
     fixtures = ROOT / "tests" / "submissions" / "ch01_tensors" / "is_contiguous"
