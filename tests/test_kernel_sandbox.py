@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -128,3 +126,16 @@ def test_the_ports_a_kernel_may_bind_are_its_own_over_tcp_and_none_over_ipc(tmp_
     assert kernel_sandbox._tcp_ports(str(tcp)) == (5001, 5002, 5003, 5004, 5005)
     assert kernel_sandbox._tcp_ports(str(ipc)) == ()
     assert kernel_sandbox.connection_file(["python", "-m", "ipykernel_launcher", "-f", str(tcp)]) == str(tcp)
+
+
+def test_a_students_own_validate_runs_unconfined(tmp_path, monkeypatch):
+    """nbgrader's Validate (the student's button, on their own machine) runs the whole notebook as they would run it:
+    its demonstrations download data and write files outside its folder. Only grading is confined."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    manager = kernel_sandbox.BlockingConfinedKernelManager()
+    assert kernel_sandbox.SANDBOX_ENV not in manager._sandbox_env(dict(os.environ))
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    env = manager._sandbox_env(dict(os.environ))
+    assert env[kernel_sandbox.SANDBOX_ENV] == "1"
+    shutil.rmtree(env[kernel_sandbox.SCRATCH_ENV])
+
