@@ -164,25 +164,11 @@ _OUTLINES: str | None = None
 
 
 def _outlines() -> str:
-    """The exercises' outlines (graders.registry.outlines), written once by this process to a file the kernels
-    read and cannot change: a check cell sends its answer to the judge with them, where the checks themselves are
-    not readable."""
-    global _OUTLINES
-    if _OUTLINES is None or not os.path.exists(_OUTLINES):
-        import atexit
-        import shutil
-        import tempfile
-
-        from graders.registry import outlines
-
-        folder = tempfile.mkdtemp(prefix="co")
-        path = os.path.join(folder, "outlines.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(outlines(), f)
-        os.chmod(path, 0o444)
-        atexit.register(shutil.rmtree, folder, True)
-        _OUTLINES = path
-    return _OUTLINES
+    """The exercises' outlines (names, checks, points: graders/outlines.json, kept equal to the registry by
+    tests/test_core.py), which a confined kernel's check cells send their answer with: the checks themselves are not
+    readable there. A committed file, not one made here: making it imports every chapter's checks and torch, which
+    cost each nbgrader command about 3 s on a 2-core machine."""
+    return str(ROOT / "graders" / "outlines.json")
 
 
 def _judge_outside() -> str:
@@ -196,6 +182,10 @@ def _judge_outside() -> str:
 
     if os.environ.get(SOCKET_ENV) and _JUDGE is None:
         return os.environ[SOCKET_ENV]
+    if _JUDGE is None and os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        # nbgrader's autograde starts a judge before each kernel whose notebook uses the graders (coursekit.autograde):
+        # none here means none is needed, and starting one would cost a torch import per notebook
+        return ""
     if _JUDGE is None:
         import atexit
         import shutil

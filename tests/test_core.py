@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -308,10 +309,13 @@ def test_an_exercise_outline_is_what_a_check_cell_needs_of_it_and_nothing_of_its
     grading process wrote (graders.registry.outline): the same names, checks and points, and no check's code."""
     import json
 
+    from coursekit import kernel_sandbox
     from graders import registry
 
-    path = tmp_path / "outlines.json"
-    path.write_text(json.dumps(registry.outlines()))
+    path = Path(kernel_sandbox._outlines())  # what the grading kernels get: committed, so it must be the registry's
+    assert json.loads(path.read_text()) == json.loads(json.dumps(registry.outlines())), (
+        "graders/outlines.json is stale: python -c \"import json; from graders.registry import outlines; "
+        "open('graders/outlines.json', 'w').write(json.dumps(outlines(), indent=1, sort_keys=True) + '\\n')\"")
     monkeypatch.setenv(registry.OUTLINES_ENV, str(path))
     for exercise in registry.exercises():
         outline = registry.outline(exercise.id)
