@@ -160,7 +160,6 @@ def _children_from_own_proc() -> None:
 # The grading process's side
 # --------------------------------------------------------------------------------------------------
 _JUDGE = None
-_OUTLINES: str | None = None
 
 
 def _outlines() -> str:
