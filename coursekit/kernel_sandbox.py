@@ -27,6 +27,7 @@ nothing is applied and the reason is logged (``COURSE_REQUIRE_CONFINEMENT=1`` re
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -160,6 +161,17 @@ def _children_from_own_proc() -> None:
 # The grading process's side
 # --------------------------------------------------------------------------------------------------
 _JUDGE = None
+_SCRATCHES: list[str] = []  # every kernel scratch this process made: a kernel that died skips its manager's cleanup
+
+
+def _remove_scratches() -> None:
+    import shutil
+
+    while _SCRATCHES:
+        shutil.rmtree(_SCRATCHES.pop(), ignore_errors=True)
+
+
+atexit.register(_remove_scratches)
 
 
 def _outlines() -> str:
@@ -186,7 +198,6 @@ def _judge_outside() -> str:
         # none here means none is needed, and starting one would cost a torch import per notebook
         return ""
     if _JUDGE is None:
-        import atexit
         import shutil
         import tempfile
 
@@ -220,6 +231,7 @@ class Confining:
         from graders.judge_server import SOCKET_ENV
 
         self._course_scratch = tempfile.mkdtemp(prefix="kernel-")
+        _SCRATCHES.append(self._course_scratch)  # removed with the kernel, or at the latest when this process exits
         env = {**env, SANDBOX_ENV: "1", SCRATCH_ENV: self._course_scratch, OUTLINES_ENV: _outlines(),
                SOCKET_ENV: env.get(SOCKET_ENV) or _judge_outside()}
         if getattr(self, "transport", "tcp") == "ipc":  # its sockets are files: their folder is written
