@@ -20,8 +20,10 @@ before the kernel (``$COURSE_JUDGE_SOCKET``), which runs each check in a confine
 
 Two ways in: a kernel forked from ``make grade``'s zygote calls :func:`confine_this_kernel` in the fork
 (:mod:`coursekit.kernelzygote`); any other kernel is started through ``python -m coursekit.kernel_sandbox --
-<kernel command>``, which confines itself and then executes the kernel (:class:`ConfinedKernelManager`, what
-``nbgrader_config.py`` names, does this, and starts the judge). Off Linux, or where the kernel offers no Landlock,
+<kernel command>``, which confines itself and then starts the kernel in the same process
+(:class:`ConfinedKernelManager`, what ``nbgrader_config.py`` names, does this, and starts the judge where nbgrader has
+not). A confined kernel's check cells find the exercises in ``graders/outlines.json`` (names, checks, points), since
+the checks themselves are not readable there. Off Linux, or where the kernel offers no Landlock,
 nothing is applied and the reason is logged (``COURSE_REQUIRE_CONFINEMENT=1`` refuses to grade instead).
 """
 

@@ -182,13 +182,22 @@ def outlines() -> dict[str, dict[str, Any]]:
                    "checks": [[c.name, c.points, c.description] for c in e.checks]} for e in exercises()}
 
 
+def write_outlines(path: str) -> None:
+    """Write :func:`outlines` to ``path`` as ``graders/outlines.json`` holds them (tests/test_core.py keeps it equal)."""
+    import json
+
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(outlines(), indent=1, sort_keys=True) + "\n")
+
+
 def _unjudgeable(student: Any, device: Any) -> None:
     raise RuntimeError("an exercise's outline holds no checks to run: its judge runs them")
 
 
 def outline(exercise_id: str) -> Exercise:
-    """The exercise as a check cell sees it: from ``$_COURSE_EXERCISE_OUTLINES`` where the grading process wrote
-    them for a kernel that may not read the checks (coursekit.kernel_sandbox), else the exercise itself."""
+    """The exercise as a check cell sees it: from the outlines file ``$_COURSE_EXERCISE_OUTLINES`` names (the kernel
+    manager of coursekit.kernel_sandbox names graders/outlines.json to a kernel that may not read the checks), else
+    the exercise itself."""
     import json
     import os
 

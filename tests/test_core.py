@@ -305,8 +305,8 @@ def test_a_judges_next_request_on_the_same_answer_reuses_its_runner_loaded_afres
 
 
 def test_an_exercise_outline_is_what_a_check_cell_needs_of_it_and_nothing_of_its_checks(tmp_path, monkeypatch):
-    """A confined kernel reads no checks: its check cells send their answer with the exercise's outline, which the
-    grading process wrote (graders.registry.outline): the same names, checks and points, and no check's code."""
+    """A confined kernel reads no checks: its check cells send their answer with the exercise's outline, from the
+    committed graders/outlines.json (graders.registry.outline): the same names, checks and points, no check's code."""
     import json
 
     from coursekit import kernel_sandbox
@@ -314,8 +314,8 @@ def test_an_exercise_outline_is_what_a_check_cell_needs_of_it_and_nothing_of_its
 
     path = Path(kernel_sandbox._outlines())  # what the grading kernels get: committed, so it must be the registry's
     assert json.loads(path.read_text()) == json.loads(json.dumps(registry.outlines())), (
-        "graders/outlines.json is stale: python -c \"import json; from graders.registry import outlines; "
-        "open('graders/outlines.json', 'w').write(json.dumps(outlines(), indent=1, sort_keys=True) + '\\n')\"")
+        "graders/outlines.json is stale: python -c \"from graders.registry import write_outlines; "
+        "write_outlines('graders/outlines.json')\"")
     monkeypatch.setenv(registry.OUTLINES_ENV, str(path))
     for exercise in registry.exercises():
         outline = registry.outline(exercise.id)
