@@ -69,22 +69,31 @@ class RunGradedPartOnly(Execute):
             return cell, resources
         if utils.is_locked(cell):  # the opening cell: the instructor's imports, which may take seconds on a laptop
             return super().preprocess_cell(cell, resources, index)
-        # An answer (or test) cell still running after a few seconds is most likely an endless loop, which holds a
-        # core until the cell times out: its kernel then gets only the CPU nothing else wants (make grade grades a
-        # submission on every core; graders.isolation.lower_priority). The timeout itself is unchanged.
-        lowering = threading.Timer(LOWER_PRIORITY_AFTER_S, _lower_kernel_priority, args=(self.km,))
-        lowering.daemon = True
+        # An answer (or test) cell whose kernel has used a few CPU-seconds is most likely an endless loop, which
+        # holds a core until the cell times out: its kernel then gets only the CPU nothing else wants (make grade
+        # grades a submission on every core; graders.isolation.lower_priority). CPU-seconds, not wall-clock ones
+        # (graders.runclock): a cell that waits for its check, or for a CPU on a busy machine, is never lowered,
+        # and a lowered kernel stays so for the rest of the notebook. The timeout itself is unchanged.
+        done = threading.Event()
+        lowering = threading.Thread(target=_lower_when_busy, args=(self.km, done), daemon=True)
         lowering.start()
         try:
             return super().preprocess_cell(cell, resources, index)
         finally:
-            lowering.cancel()
+            done.set()
 
 
-def _lower_kernel_priority(km) -> None:
+def _lower_when_busy(km, done: threading.Event) -> None:
+    from graders.runclock import SAMPLE_S, RunClock
+
     group = getattr(getattr(km, "provisioner", None), "pgid", None)  # a kernel leads its own process group
-    if group:
-        lower_priority(group)
+    if not group:
+        return
+    clock = RunClock(group)
+    while not done.wait(SAMPLE_S):
+        if clock.cpu() > LOWER_PRIORITY_AFTER_S:
+            lower_priority(group)
+            return
 
 
 def uses_the_graders(nb) -> bool:

@@ -75,10 +75,11 @@ DEFAULT_TIMEOUT_S = 10.0
 NOT_WRITTEN_NOTE = "\x00the student's code raised NotImplementedError"  # a flag, never shown
 START_TIMEOUT_S = 120.0  # a fresh interpreter (spawn) importing torch on a busy laptop
 NOTE_CHARS = 300
-# No check's request (nor a test cell, nor an answer cell defining names) runs this long on a 2-core laptop: the
-# checks of a whole exercise take 2 s at most (10 s with processes of their own). Something that does is most
+# No check's request (nor a test cell, nor an answer cell defining names) uses this much CPU on a 2-core laptop:
+# the checks of a whole exercise take 2 s at most (10 s with processes of their own). Something that does is most
 # likely an endless loop, which would hold a core until its time limit: lower_priority() then gives it only the
-# CPU nothing else wants.
+# CPU nothing else wants. CPU-seconds, not wall-clock ones (graders.runclock): a correct answer that waits for a
+# CPU on a busy machine is never lowered, and its time limit counts only the time it could run.
 LOWER_PRIORITY_AFTER_S = 3.0
 # The runner's scratch folder (its working folder, TMPDIR and HOME) may hold at most this much: RLIMIT_FSIZE bounds
 # one file, not how many. Measured by the judge while it waits (every SCRATCH_WATCH_S) and after every reply.
@@ -520,21 +521,23 @@ class Runner:
         (``lower``: not while it starts, which is the grader's own work)."""
         from graders import wire
 
-        started = watched = time.monotonic()
-        deadline = None if not timeout else started + timeout
+        from graders.runclock import RunClock, starved_note
+
+        watched = time.monotonic()
+        clock = RunClock(self.process.pid)  # running time, not the wall clock: a busy machine fails no answer
         while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if lower and not self.lowered and time.monotonic() - started > LOWER_PRIORITY_AFTER_S:
+            if lower and not self.lowered and clock.cpu() > LOWER_PRIORITY_AFTER_S:
                 self.lower_priority()
-            if remaining is not None and remaining <= 0:
+            remaining = clock.remaining(timeout)
+            if remaining is not None and remaining <= 0 and clock.expired(timeout):
                 self.kill()
                 what = f"while {waiting_for}" if waiting_for else ""
                 self._dead = StudentCodeError(StudentError(
-                    "timeout", f"did not finish within {timeout:g} s {what}".rstrip() +
+                    "timeout", f"did not finish within {timeout:g} s{starved_note(clock, timeout)} {what}".rstrip() +
                     " and was stopped (an endless loop, or far too much work?)"))
                 raise self._dead
             try:
-                if self._conn.poll(0.05 if remaining is None else min(0.05, max(remaining, 0))):
+                if self._conn.poll(0.05 if remaining is None else min(0.05, max(remaining, 0.01))):
                     data = self._conn.recv_bytes()
                     break
             except (EOFError, OSError):

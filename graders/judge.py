@@ -83,7 +83,7 @@ class KeptRunner:
         self._runner = self._key = None
         if runner is None:
             return None
-        if kept_key == key and runner.alive:
+        if kept_key == key and _fit(runner):
             try:
                 runner.reload(seed, source)  # what loading prints is reported again, as a new runner's would be
                 return runner
@@ -147,10 +147,17 @@ def run_checks(exercise: Exercise, source: StudentSource | None, device: torch.d
             _add_notes(notes, check.name, runner.take_notes())
     finally:
         if runner is not None:
-            kept = key is not None and runner.alive
+            kept = key is not None and _fit(runner)
             _add_notes(notes, selected[-1].name if selected else "", keep.put(key, runner) if kept else runner.close())
     return Report(exercise.id, str(device), results, notes)
 
+
+
+def _fit(runner: Runner) -> bool:
+    """Whether ``runner`` may serve another check: alive, and never lowered (a request of it used
+    LOWER_PRIORITY_AFTER_S CPU-seconds; at nice 19 for good, every later check would run only on spare CPU, which a
+    busy machine such as make grade's has little of: the next check gets a fresh runner)."""
+    return runner.alive and not runner.lowered
 
 
 def _runner_for(previous: Runner | None, source: StudentSource, seed: int, device: torch.device,
@@ -159,7 +166,7 @@ def _runner_for(previous: Runner | None, source: StudentSource, seed: int, devic
     between checks); after a timeout, crash or exit the next check gets a fresh one. Raises
     StudentCodeError when the student's code cannot even be loaded (the same for every check)."""
     if previous is not None:
-        if previous.alive:
+        if _fit(previous):
             try:
                 previous.reset(seed)
                 return previous

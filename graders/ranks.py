@@ -78,6 +78,7 @@ from graders.isolation import (
     _resolve,
 )
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError, skip
+from graders.runclock import SAMPLE_S, RunClock, starved_note as _starved
 
 DEFAULT_COLLECTIVE_TIMEOUT_S = 5.0
 DEBUG_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
@@ -386,9 +387,12 @@ def _fit_to_keep(outcomes: list[tuple], runners: list["_RankRunner"]) -> bool:
     """Every rank is alive and ended its scenario together with the others: all returned, or all raised
     NotImplementedError (an answer not written yet: a blank notebook's checks then reuse their ranks too, where
     each check started 2-3 processes; what the ranks ran before raising was the same on each, so they leave
-    the group together). Otherwise (a rank raised something else, or alone) they are all ended."""
+    the group together). Otherwise (a rank raised something else, or alone) they are all ended.
+
+    A rank that was lowered (it used LOWER_PRIORITY_AFTER_S of CPU on one run) is never kept: it would stay at the
+    lowest priority for every later check of every answer, which a busy machine then starves."""
     if not (len(outcomes) == len(runners) > 0 and all(kind == "ok" for kind, _ in outcomes)
-            and all(runner.alive for runner in runners)):
+            and all(runner.alive and not runner.lowered for runner in runners)):
         return False
     endings = [body for _, body in outcomes]
     return (all(ending["status"] == "ok" for ending in endings)
@@ -489,26 +493,26 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
             runner.send(messages[r])
         except StudentCodeError as exc:
             outcomes[r] = ("student", exc.error)
-    started = time.monotonic()
-    deadline = None if not timeout else started + timeout
+    # Each rank's running time and CPU time (graders.runclock): a rank starved by a busy machine is neither lowered
+    # nor out of time; the ranks still running are out of time when every one of them is (one waiting in a
+    # collective for a starved one is not).
+    clocks = {r: RunClock(runners[r].process.pid) for r in range(world_size)}
     pending = [r for r in range(world_size) if outcomes[r] is None]
     while pending:
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if time.monotonic() - started > LOWER_PRIORITY_AFTER_S:
-            for r in pending:
-                if not runners[r].lowered:
-                    runners[r].lower_priority()
-        if remaining is not None and remaining <= 0:
+        for r in pending:
+            if not runners[r].lowered and clocks[r].cpu() > LOWER_PRIORITY_AFTER_S:
+                runners[r].lower_priority()
+        remaining = None if not timeout else max(clocks[r].remaining(timeout) or 0.0 for r in pending)
+        if remaining is not None and remaining <= 0 and all(clocks[r].expired(timeout) for r in pending):
             for r in pending:
                 runners[r].kill()
                 outcomes[r] = ("student", StudentError(
-                    "timeout", f"did not finish within {timeout:g} s and was stopped (an endless loop, far too "
-                               "much work, or waiting for something the other ranks never do?)"))
+                    "timeout", f"did not finish within {timeout:g} s{_starved(clocks[r], timeout)} and was "
+                               "stopped (an endless loop, far too much work, or waiting for something the other "
+                               "ranks never do?)"))
             break
-        until_lowered = LOWER_PRIORITY_AFTER_S - (time.monotonic() - started)
-        waits = [t for t in (remaining, until_lowered if until_lowered > 0 else None) if t is not None]
         wait_for_any([w for r in pending for w in runners[r].waitables()],
-                     timeout=max(min(waits), 0) if waits else None)
+                     timeout=min(max(remaining, 0.01), SAMPLE_S) if remaining is not None else SAMPLE_S)
         for r in list(pending):
             if not runners[r].has_reply():
                 continue

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -107,46 +109,61 @@ class _KernelManager:
         self.provisioner = _Provisioner(pgid)
 
 
-@pytest.mark.parametrize("cell, seconds, lowered", [
-    (_cell("while True: pass", solution=True, grade_id="answer"), 1.0, True),    # still running: an endless loop
-    (_cell("def f(): return 1", solution=True, grade_id="answer"), 0.0, False),  # done at once
-    (_cell("import torch", locked=True, grade_id="opening"), 1.0, False),       # the instructor's slow imports
+@pytest.mark.parametrize("cell, kernel, lowered", [
+    (_cell("while True: pass", solution=True, grade_id="answer"), "while True: pass", True),  # an endless loop
+    (_cell("check('x', globals())", grade=True, grade_id="t", points=1, locked=True),
+     "import time; time.sleep(30)", False),  # a check that waits for its runner: the kernel holds no core
+    (_cell("def f(): return 1", solution=True, grade_id="answer"), None, False),  # done at once
+    (_cell("import torch", locked=True, grade_id="opening"), "while True: pass", False),  # the instructor's imports
 ])
-def test_a_kernel_whose_cell_keeps_running_is_lowered_to_spare_cpu(cell, seconds, lowered, monkeypatch):
-    """An answer cell that loops holds a core until nbgrader's cell timeout: after LOWER_PRIORITY_AFTER_S its
-    kernel gets only spare CPU (make grade grades on every core); the opening cell is never taken for one."""
+def test_a_kernel_whose_cell_keeps_a_core_busy_is_lowered_to_spare_cpu(cell, kernel, lowered, monkeypatch):
+    """An answer cell that loops holds a core until nbgrader's cell timeout: once its kernel has used
+    LOWER_PRIORITY_AFTER_S CPU-seconds on the cell it gets only spare CPU (make grade grades on every core). A cell
+    that only waits as long (its check's runner working, or a busy machine) is not lowered: a lowered kernel stays
+    so for the rest of the notebook. The opening cell is never taken for one."""
     from nbgrader.preprocessors import Execute
 
     calls: list = []
     monkeypatch.setattr(autograde, "LOWER_PRIORITY_AFTER_S", 0.3)
-    monkeypatch.setattr(autograde, "_lower_kernel_priority", lambda km: calls.append(km))
-    def slow_cell(self, cell, resources, index):
-        time.sleep(seconds)
+    monkeypatch.setattr(autograde, "lower_priority", lambda group: calls.append(group))
+    process = None if kernel is None else subprocess.Popen([sys.executable, "-c", kernel], start_new_session=True)
+
+    def the_cell_runs(self, cell, resources, index):
+        time.sleep(0.0 if kernel is None else 1.5)
         return cell, resources
 
-    monkeypatch.setattr(Execute, "preprocess_cell", slow_cell)
+    monkeypatch.setattr(Execute, "preprocess_cell", the_cell_runs)
     runner = RunGradedPartOnly()
-    runner.km = "the kernel's manager"
-    assert runner.preprocess_cell(cell, {}, 0) == (cell, {})
-    time.sleep(0.5)  # a timer not cancelled would fire now
-    assert calls == (["the kernel's manager"] if lowered else [])
+    runner.km = _KernelManager(process.pid if process else os.getpid())
+    try:
+        assert runner.preprocess_cell(cell, {}, 0) == (cell, {})
+        time.sleep(0.5)  # a watch not stopped would lower it now
+    finally:
+        if process:
+            process.kill()
+            process.wait()
+    assert calls == ([process.pid] if lowered else [])
 
 
 @pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities on this system (Windows)")
-def test_lowering_a_kernel_lowers_its_session_and_nothing_else():
+def test_lowering_a_kernel_lowers_its_session_and_nothing_else(monkeypatch):
     """A kernel leads its own session (so its own Linux autogroup): both its nice and its session's become 19."""
-    import subprocess
-    import sys
+    import threading
 
-    kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    monkeypatch.setattr(autograde, "LOWER_PRIORITY_AFTER_S", 0.3)
+    kernel = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
     try:
         ours, before = niceness(os.getpid()), niceness(kernel.pid)
-        autograde._lower_kernel_priority(_KernelManager(kernel.pid))
+        done = threading.Event()
+        watch = threading.Thread(target=autograde._lower_when_busy, args=(_KernelManager(kernel.pid), done))
+        watch.start()
+        watch.join(timeout=20)  # it returns once it has lowered the kernel
+        assert not watch.is_alive(), "a kernel that kept a core busy for 20 s was not lowered"
         # Its session's nice exists where it has an autogroup of its own (a new session gets one whenever Linux has
         # autogroups), whether or not ours has one: CI's pytest runs in the root autogroup, which shows none.
         assert niceness(kernel.pid) == (19, 19 if before[1] is not None else None)
         assert niceness(os.getpid()) == ours
-        autograde._lower_kernel_priority(_KernelManager(None))  # no kernel (yet): nothing to do, no error
+        autograde._lower_when_busy(_KernelManager(None), done)  # no kernel (yet): nothing to do, no error
     finally:
         kernel.kill()
         kernel.wait()

@@ -104,6 +104,14 @@ def not_written_on_one(t):
         raise NotImplementedError
     dist.all_reduce(t)
     return t
+
+
+def busy_average(t):
+    import time
+    start = time.process_time()
+    while time.process_time() - start < 0.6:
+        pass
+    return average(t)
 '''
 NAMES = ["average"]
 TWO = [("average", 1.0), ("average", 3.0)]
@@ -281,6 +289,28 @@ def test_a_checks_ranks_serve_its_next_runs_with_the_answer_loaded_afresh(answer
     finally:
         runner.close()
     assert ended(*kept), "kept ranks end with the check's runner"
+
+
+def test_ranks_that_were_lowered_are_never_kept(answer, monkeypatch):
+    """A rank that used LOWER_PRIORITY_AFTER_S of CPU on one run was lowered to nice 19 for good: kept, it would
+    serve every later check at that priority, which a busy machine starves (CI's run of 78273ed: every later
+    ddp_accumulation check of the kernel "did not finish within 10 s"). A quick run is not lowered."""
+    monkeypatch.setattr(ranks, "LOWER_PRIORITY_AFTER_S", 0.3)
+    runner = Runner(answer, seed=7, device="cpu", limits=Limits(timeout=5))
+    try:
+        runner.ready()
+        student = Submission(runner)
+        quick = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
+        busy = ranks.run_on_ranks(student, demos.call_on_rank, 2, args("busy_average")).values()
+        assert [r["pid"] for r in busy] == [r["pid"] for r in quick], "a quick run keeps its ranks"
+        assert [r["out"].tolist() for r in busy] == [[2.0] * 4] * 2
+        after = ranks.run_on_ranks(student, demos.call_on_rank, 2, TWO).values()
+        assert not {r["pid"] for r in after} & {r["pid"] for r in busy}, "lowered ranks were kept"
+        if hasattr(os, "getpriority"):
+            assert all(os.getpriority(os.PRIO_PROCESS, r["pid"]) == os.getpriority(os.PRIO_PROCESS, 0)
+                       for r in after), "the fresh ranks run at the judge's priority"
+    finally:
+        runner.close()
 
 
 # -- what goes wrong, on which rank --------------------------------------------------------------------
