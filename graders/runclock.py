@@ -8,8 +8,10 @@ busy machine by design. So:
 
 - **running time** (the deadline): wall time less the time the process was ready to run but waited for a CPU:
   Linux's own account, ``run_delay`` in ``/proc/<pid>/task/<tid>/schedstat`` (which also counts a cgroup's CPU-quota
-  throttling), and, for a thread runnable now, what of the interval it did not run (``sample``). Of one interval, the most that any thread of the process tree waited is taken off (a DataLoader's
-  main thread sleeps while its starved workers wait). Sleeping, waiting on a pipe or a collective counts in full:
+  throttling), and, for a thread runnable now, what of the interval it did not run (``sample``). Of one interval,
+  the most that any thread of the process tree waited is taken off (a DataLoader's main thread sleeps while its
+  starved workers wait), up to the share of the CPUs that the tree did not use itself (workers that all loop, more
+  of them than CPUs, wait for each other: that is their own doing). Sleeping, waiting on a pipe or a collective counts in full:
   an answer that waits for what never comes still ends at its limit. So that a process starved for ever still
   ends, the wall clock stops it at ``WALL_CAP_FACTOR`` times its limit.
 - **CPU time** (when to lower a process's priority): what the process tree ran, summed over its threads. A
@@ -71,6 +73,10 @@ class RunClock:
         # Read first at the first sample, SAMPLE_S in: a request that returns sooner (most take under a
         # millisecond, hundreds to a check) costs no reading; its first interval counts in full.
         self._threads: dict | None = None
+        try:
+            self._cpus = len(os.sched_getaffinity(pid or 0))
+        except (AttributeError, OSError):
+            self._cpus = os.cpu_count() or 1
 
     def wall(self) -> float:
         return time.monotonic() - self.started
@@ -108,7 +114,10 @@ class RunClock:
             if debt:
                 debts[key] = debt
             most = max(most, new)
-        self._waited += min(most, interval)
+        # What the tree waited while it kept the machine's CPUs busy itself (more threads spinning than CPUs: a
+        # DataLoader whose workers all loop) is its own doing, not a busy machine's: at most the share of the
+        # machine it did not use is taken off.
+        self._waited += min(most, interval * max(0.0, 1.0 - cpu / 1e9 / (interval * self._cpus)))
         self._cpu += cpu / 1e9
         self._threads, self._debts, self._sampled_at = threads, debts, now
 

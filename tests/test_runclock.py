@@ -101,6 +101,26 @@ def test_a_starved_child_counts_while_its_parent_sleeps(one_busy_cpu):
         parent.wait()
 
 
+def test_workers_that_wait_for_each_other_are_charged_for_it():
+    """Three looping workers on one CPU wait for each other, not for a busy machine: running time is the wall's
+    (a DataLoader whose workers all hang still ends at its limit)."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    code = ("import os, subprocess, sys, time\n"
+            f"os.sched_setaffinity(0, {{{cpu}}})\n"
+            f"workers = [subprocess.Popen([sys.executable, '-c', {SPIN!r}]) for _ in range(3)]\n"
+            "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(descendants(parent.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        clock = _measure(parent, 2.0)
+        assert clock.wall() - clock.running() < 0.35, (clock.wall(), clock.running())
+    finally:
+        os.killpg(parent.pid, 9)
+        parent.wait()
+
+
 def test_a_starved_process_still_ends_at_the_wall_cap(one_busy_cpu, monkeypatch):
     monkeypatch.setattr(runclock, "WALL_CAP_FACTOR", 2.0)
     spinner = _python(SPIN, one_busy_cpu)
