@@ -528,6 +528,7 @@ class Runner:
         while True:
             if lower and not self.lowered and clock.cpu() > LOWER_PRIORITY_AFTER_S:
                 self.lower_priority()
+                clock.lowered()
             remaining = clock.remaining(timeout)
             if remaining is not None and remaining <= 0 and clock.expired(timeout):
                 self.kill()

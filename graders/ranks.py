@@ -502,6 +502,7 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
         for r in pending:
             if not runners[r].lowered and clocks[r].cpu() > LOWER_PRIORITY_AFTER_S:
                 runners[r].lower_priority()
+                clocks[r].lowered()
         remaining = None if not timeout else max(clocks[r].remaining(timeout) or 0.0 for r in pending)
         if remaining is not None and remaining <= 0 and all(clocks[r].expired(timeout) for r in pending):
             for r in pending:

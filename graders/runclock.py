@@ -13,7 +13,9 @@ busy machine by design. So:
   starved workers wait), up to the share of the CPUs that the tree did not use itself (workers that all loop, more
   of them than CPUs, wait for each other: that is their own doing). Sleeping, waiting on a pipe or a collective counts in full:
   an answer that waits for what never comes still ends at its limit. So that a process starved for ever still
-  ends, the wall clock stops it at ``WALL_CAP_FACTOR`` times its limit.
+  ends, the wall clock stops it at ``WALL_CAP_FACTOR`` times its limit. Once a process is lowered (``lowered``:
+  it used LOWER_PRIORITY_AFTER_S CPU-seconds on one request, which no correct answer does), its waits are what was
+  intended and count in full: a loop still ends near its limit on a busy machine.
 - **CPU time** (when to lower a process's priority): what the process tree ran, summed over its threads. A
   check that waits holds no core; an endless loop does.
 
@@ -27,32 +29,51 @@ import os
 import time
 
 SAMPLE_S = 0.2  # /proc is read at most this often (a tree of a few processes: well under a millisecond)
+READ_S = 0.01  # a reading of the tree takes well under a millisecond unless the judge is kept from its CPU
 WALL_CAP_FACTOR = 6.0  # a limit of 10 s of running time ends, starved or not, after 60 s on the wall clock
 
 _HAS_SCHEDSTAT = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat")
 
 
 def _threads_of(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]]:
-    """(pid, tid) -> (nanoseconds on a CPU, nanoseconds waited for one, runnable now) of every thread of ``pid``."""
+    """(pid, tid) -> (nanoseconds on a CPU, nanoseconds waited for one, runnable now) of every thread of ``pid``.
+
+    The state comes from ``status``, not ``stat``: reading ``stat`` waits for a process that is starting a program
+    (exec) to finish, which a starved one took 2.1 s to do (measured: a nice-19 process on a CPU shared with three
+    others)."""
     found: dict[tuple[int, int], tuple[int, int, bool]] = {}
     with contextlib.suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
             with contextlib.suppress(OSError, ValueError, IndexError):
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                     on_cpu, waited = f.read().split()[:2]
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-                found[pid, int(tid)] = int(on_cpu), int(waited), state == "R"
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    runnable = "\nState:\tR" in f.read(400)
+                found[pid, int(tid)] = int(on_cpu), int(waited), runnable
     return found
 
 
-def _tree(pid: int) -> dict[tuple[int, int], tuple[int, int]]:
-    from graders.isolation import _has_children, descendants  # graders.isolation uses this module
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, ValueError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                found.extend(int(child) for child in f.read().split())
+    return found
 
-    threads = _threads_of(pid)
-    if _has_children(pid):  # /proc is walked only for a process that has children
-        for child in descendants(pid):
-            threads.update(_threads_of(child))
+
+def _tree(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]]:
+    """Every thread of ``pid`` and of the processes below it (the kernel's list of each thread's children: no
+    walk of all of /proc, which would wait on any process of the machine that is starting a program)."""
+    threads: dict[tuple[int, int], tuple[int, int, bool]] = {}
+    queue, seen = [pid], {pid}
+    while queue:
+        process = queue.pop()
+        threads.update(_threads_of(process))
+        for child in _children(process):
+            if child not in seen:
+                seen.add(child)
+                queue.append(child)
     return threads
 
 
@@ -68,6 +89,7 @@ class RunClock:
         self.started = self._sampled_at = time.monotonic()
         self._waited = 0.0  # seconds of wall time taken off: the tree was starved
         self._cpu = 0.0
+        self._frozen_cpu: float | None = None  # once lowered: what it had used then
         self._debts: dict[tuple[int, int], float] = {}  # waits counted before the kernel reported them
         self.exact = bool(_HAS_SCHEDSTAT and pid)
         # Read first at the first sample, SAMPLE_S in: a request that returns sooner (most take under a
@@ -78,6 +100,14 @@ class RunClock:
         except (AttributeError, OSError):
             self._cpus = os.cpu_count() or 1
 
+    def lowered(self) -> None:
+        """The process was given the lowest priority (it used LOWER_PRIORITY_AFTER_S CPU-seconds: most likely an
+        endless loop): from now on its waits for a CPU are what was intended, and count as running time."""
+        if self.exact:
+            self.sample()
+            self._frozen_cpu = self._cpu
+        self.exact = False
+
     def wall(self) -> float:
         return time.monotonic() - self.started
 
@@ -86,13 +116,19 @@ class RunClock:
 
         The kernel adds a wait to ``run_delay`` only when the thread gets a CPU again, so a thread starved now has
         not reported its wait yet: a thread runnable at the reading is taken to have waited for what of the
-        interval it did not run, a debt that the wait it reports later pays off first (never counted twice)."""
-        now = time.monotonic()
-        interval = now - self._sampled_at
+        interval it did not run, a debt that the wait it reports later pays off first (never counted twice).
+
+        A reading that took longer than READ_S (the judge itself waited for a CPU meanwhile) does not say when its
+        figures were taken: it is dropped, and the next one covers both intervals."""
         if not self.exact:
-            self._sampled_at = now
+            self._sampled_at = time.monotonic()
             return
+        began = time.monotonic()
         threads = _tree(self.pid)  # type: ignore[arg-type]
+        now = time.monotonic()
+        if now - began > READ_S and self._threads is not None:
+            return
+        interval = now - self._sampled_at
         if self._threads is None:
             self._threads, self._sampled_at = threads, now
             return
@@ -133,7 +169,7 @@ class RunClock:
         """CPU-seconds; without /proc, the wall clock (the old rule: whatever ran that long held a core)."""
         self._fresh()
         if not self.exact:
-            return self.wall()
+            return self.wall() if self._frozen_cpu is None else self._frozen_cpu
         return self._cpu
 
     def expired(self, limit: float | None) -> bool:

@@ -135,7 +135,9 @@ def test_a_hanging_worker_ends_as_a_timeout_and_does_not_outlive_the_check(tmp_p
     result = report.results[0]
     assert result.error is not None and result.error.kind == "timeout", report.as_text()
     assert "did not finish within 2 s" in result.message
-    assert elapsed < FAST_TIMEOUT_S + 4, f"the check took {elapsed:.1f} s"
+    # Its runner's start, then 2 s of running time: on a busy machine (make test's) the workers' waits for a CPU are
+    # not charged to them until they have used 3 CPU-seconds and are lowered (graders.runclock).
+    assert elapsed < FAST_TIMEOUT_S + 6, f"the check took {elapsed:.1f} s"
     watching.set()
     watcher.join()
     workers = sorted(seen)
