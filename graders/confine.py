@@ -18,7 +18,10 @@ inherited by every process the student's code starts, and cannot be undone from 
   they reach each other and nothing else;
 - **capabilities**: a runner started by root drops every one, the bounding set included (``_drop_capabilities``);
 - **rlimits**: open files, the size of any one file written, processes and threads (``RLIMIT_NPROC``, which
-  the kernel does not apply to root), no core dumps.
+  the kernel does not apply to root), no core dumps. No ``RLIMIT_CPU``: it counts a process's whole life, and a
+  runner kept for an exercise serves every re-run of its check cells in a lab session (a student's fiftieth run
+  would be killed as a loop); CPU is bounded per request instead, by the running-time limit and nice 19 after
+  3 CPU-seconds (``graders.runclock``, ``graders.isolation.lower_priority``), and by the runner's end.
 
 The kernel's ABI is queried and what it offers is used (``support()``); where there is no Landlock (macOS,
 Windows, an old kernel, a container that filters the system calls) nothing is applied and ``support()`` says why,
