@@ -53,6 +53,15 @@ def _threads_of(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]]:
     return found
 
 
+def _main_thread(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]] | None:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+            on_cpu, waited = f.read().split()[:2]
+        return {(pid, pid): (int(on_cpu), int(waited), False)}
+    except (OSError, ValueError):
+        return None
+
+
 def _children(pid: int) -> list[int]:
     found: list[int] = []
     with contextlib.suppress(OSError):
@@ -92,9 +101,10 @@ class RunClock:
         self._frozen_cpu: float | None = None  # once lowered: what it had used then
         self._debts: dict[tuple[int, int], float] = {}  # waits counted before the kernel reported them
         self.exact = bool(_HAS_SCHEDSTAT and pid)
-        # Read first at the first sample, SAMPLE_S in: a request that returns sooner (most take under a
-        # millisecond, hundreds to a check) costs no reading; its first interval counts in full.
-        self._threads: dict | None = None
+        # Only the main thread is read now (one small file, about 10 us: most requests take under a millisecond,
+        # hundreds to a check); the whole tree first at the first sample, SAMPLE_S in, its other threads counted
+        # from then.
+        self._threads: dict | None = _main_thread(pid) if self.exact else None
         try:
             self._cpus = len(os.sched_getaffinity(pid or 0))
         except (AttributeError, OSError):
