@@ -48,6 +48,27 @@ def one_busy_cpu():
             hog.wait()
 
 
+@contextlib.contextmanager
+def _sleeping_parent_of_spinners(children: int, cpu: int, parent_too: bool):
+    """A sleeping process, in a session of its own, with ``children`` spinning ones on ``cpu`` (``parent_too``:
+    pinned there itself first, so they inherit it), once they run; all are killed after."""
+    pin = "os.sched_setaffinity(0, {%d})\n" % cpu if parent_too else ""
+    code = ("import os, subprocess, sys, time\n" + pin +
+            f"workers = [subprocess.Popen([sys.executable, '-c', {SPIN!r}]) for _ in range({children})]\n"
+            f"for worker in workers:\n    os.sched_setaffinity(worker.pid, {{{cpu}}})\n"
+            "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(descendants(parent.pid)) < children and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(descendants(parent.pid)) >= children, "its children never started"
+        yield parent
+    finally:
+        os.killpg(parent.pid, 9)
+        parent.wait()
+
+
 def _measure(process: subprocess.Popen, seconds: float) -> RunClock:
     clock = RunClock(process.pid)
     deadline = time.monotonic() + seconds
@@ -102,22 +123,10 @@ def test_once_lowered_a_process_is_charged_for_its_waits(one_busy_cpu):
 
 def test_a_starved_child_counts_while_its_parent_sleeps(one_busy_cpu):
     """A DataLoader's main thread sleeps while its workers wait for a CPU: the tree's most-starved thread counts."""
-    code = ("import subprocess, sys, os, time\n"
-            f"child = subprocess.Popen([sys.executable, '-c', {SPIN!r}])\n"
-            f"os.sched_setaffinity(child.pid, {{{one_busy_cpu}}})\n"
-            "time.sleep(60)\n")
-    parent = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-    try:
-        deadline = time.monotonic() + 10
-        while not descendants(parent.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert descendants(parent.pid), "the child never started"
+    with _sleeping_parent_of_spinners(1, one_busy_cpu, parent_too=False) as parent:
         clock = _measure(parent, 2.0)
         assert clock.running() < 0.7 * clock.wall(), (clock.running(), clock.wall())
         assert clock.cpu() > 0.2  # the child's CPU time is the tree's
-    finally:
-        os.killpg(parent.pid, 9)
-        parent.wait()
 
 
 def test_workers_that_wait_for_each_other_are_charged_for_it():
@@ -125,21 +134,10 @@ def test_workers_that_wait_for_each_other_are_charged_for_it():
     tree is charged at least the CPU time it used, so a DataLoader whose workers all hang still ends near its
     limit. (Other tests may load that CPU too: then it is credited what they took, never more.)"""
     cpu = sorted(os.sched_getaffinity(0))[-1]
-    code = ("import os, subprocess, sys, time\n"
-            f"os.sched_setaffinity(0, {{{cpu}}})\n"
-            f"workers = [subprocess.Popen([sys.executable, '-c', {SPIN!r}]) for _ in range(3)]\n"
-            "time.sleep(60)\n")
-    parent = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
-    try:
-        deadline = time.monotonic() + 10
-        while len(descendants(parent.pid)) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with _sleeping_parent_of_spinners(3, cpu, parent_too=True) as parent:
         clock = _measure(parent, 2.0)
         assert clock.cpu() > 0.2, "the workers did not run: the test proves nothing"
         assert clock.running() >= clock.cpu() - 0.05, (clock.running(), clock.cpu(), clock.wall())
-    finally:
-        os.killpg(parent.pid, 9)
-        parent.wait()
 
 
 def test_a_starved_process_still_ends_at_the_wall_cap(one_busy_cpu, monkeypatch):
