@@ -139,6 +139,8 @@ class RunClock:
         if now - began > READ_S and self._threads is not None:
             return
         interval = now - self._sampled_at
+        if interval <= 0:  # read twice within the clock's resolution: nothing to add
+            return
         if self._threads is None:
             self._threads, self._sampled_at = threads, now
             return
