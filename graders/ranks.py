@@ -78,7 +78,7 @@ from graders.isolation import (
     _resolve,
 )
 from graders.outcomes import CheckFailed, StudentCodeError, StudentError, skip
-from graders.runclock import SAMPLE_S, RunClock, starved_note as _starved
+from graders.runclock import SAMPLE_S, RunClock, starved_note
 
 DEFAULT_COLLECTIVE_TIMEOUT_S = 5.0
 DEBUG_ENV = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
@@ -508,7 +508,7 @@ def _send_all_and_collect(runners: list[_RankRunner], messages: list[tuple], tim
             for r in pending:
                 runners[r].kill()
                 outcomes[r] = ("student", StudentError(
-                    "timeout", f"did not finish within {timeout:g} s{_starved(clocks[r], timeout)} and was "
+                    "timeout", f"did not finish within {timeout:g} s{starved_note(clocks[r], timeout)} and was "
                                "stopped (an endless loop, far too much work, or waiting for something the other "
                                "ranks never do?)"))
             break

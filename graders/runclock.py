@@ -45,24 +45,30 @@ def _threads_of(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]]:
     with contextlib.suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
             with contextlib.suppress(OSError, ValueError, IndexError):
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    on_cpu, waited = f.read().split()[:2]
+                on_cpu, waited = _schedstat(pid, int(tid))
                 with open(f"/proc/{pid}/task/{tid}/status") as f:
                     runnable = "\nState:\tR" in f.read(400)
-                found[pid, int(tid)] = int(on_cpu), int(waited), runnable
+                found[pid, int(tid)] = on_cpu, waited, runnable
     return found
+
+
+def _schedstat(pid: int, tid: int) -> tuple[int, int]:
+    """Nanoseconds thread ``tid`` of ``pid`` has run, and waited for a CPU (raises OSError when it is gone)."""
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        on_cpu, waited = f.read().split()[:2]
+    return int(on_cpu), int(waited)
 
 
 def _main_thread(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]] | None:
     try:
-        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
-            on_cpu, waited = f.read().split()[:2]
-        return {(pid, pid): (int(on_cpu), int(waited), False)}
+        return {(pid, pid): (*_schedstat(pid, pid), False)}
     except (OSError, ValueError):
         return None
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int | str) -> list[int]:
+    """The processes whose parent is ``pid`` (one of its threads; ``"self"``: this process), from the kernel's own
+    lists; [] when it is gone."""
     found: list[int] = []
     with contextlib.suppress(OSError):
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -79,7 +85,7 @@ def _tree(pid: int) -> dict[tuple[int, int], tuple[int, int, bool]]:
     while queue:
         process = queue.pop()
         threads.update(_threads_of(process))
-        for child in _children(process):
+        for child in children(process):
             if child not in seen:
                 seen.add(child)
                 queue.append(child)
