@@ -190,6 +190,15 @@ def test_the_generator_draws_folders_named_like_checkpoints_and_missing_director
     assert any(layout.missing for layout in rotations)
 
 
+def test_the_generator_draws_fifos_checkpoints_one_folder_down_and_paths_through_dotdot(rotations, latests):
+    for layouts in (rotations, latests):
+        assert any(layout.fifos for layout in layouts)  # named like a checkpoint, not a regular file
+        assert any(layout.nested and layout.folders for layout in layouts)  # a recursive search finds it
+        assert any(any(not _is_checkpoint_name(f) for f in layout.folders) for layout in layouts)  # "old", "sub"
+        assert any(layout.form == "text_dotdot" for layout in layouts)
+        assert any(name.endswith(".pt\n") for layout in layouts for name in layout.files)
+
+
 def test_the_generators_forms_give_the_path_the_specification_names(tmp_path):
     for form in grader.FORMS:
         layout = grader.Layout(files=("step_1.pt",), form=form, name="run [1]")
@@ -197,7 +206,11 @@ def test_the_generators_forms_give_the_path_the_specification_names(tmp_path):
         assert isinstance(argument, (str, pathlib.Path))
         relative = form.startswith("relative")
         assert pathlib.Path(argument).is_absolute() != relative
-        if not relative:
+        if form == "text_dotdot":  # the same folder, through sub/.. (kept in the paths returned)
+            (tmp_path / "sub").mkdir(exist_ok=True)
+            assert "sub/.." in os.fspath(argument)
+            assert pathlib.Path(argument).resolve() == layout.folder(tmp_path).resolve()
+        elif not relative:
             assert pathlib.Path(argument) == layout.folder(tmp_path)
 
 
@@ -213,6 +226,10 @@ def test_the_reference_passes_a_thousand_generated_cases_in_the_judges_own_terms
                 (folder / name).write_text(name)
             for name in layout.folders:
                 (folder / name).mkdir()
+                if layout.nested:
+                    (folder / name / layout.nested).write_text("a checkpoint's name, one level down")
+            for name in layout.fifos:
+                os.mkfifo(folder / name)
         expected = grader._expected_for(layout, folder)
         if layout.keep is None:
             got = reference.latest_checkpoint(folder)

@@ -11,7 +11,8 @@ import torch
 from graders.ch08_ddp import ddp_accumulation as grader
 
 CASES = grader.CASES
-IDS = ["two_steps", "several_buckets", "leftovers_and_momentum", "three_ranks_cross_entropy", "then_empty"]
+IDS = ["two_steps", "several_buckets", "leftovers_and_momentum", "three_ranks_cross_entropy", "then_empty",
+       "one_batch_object_repeated", "dropout_in_eval_mode"]
 
 
 def _plain_training(case: grader.AccumulationCase) -> tuple[list[dict], list[list[float]]]:
@@ -117,6 +118,8 @@ DOMAIN_CLASSES = {
     "gradient_as_bucket_view": lambda c: c.bucket_view,
     "stale gradients before the first call": lambda c: c.leftover,
     "frozen, nested and float64 at once": lambda c: c.frozen and c.nested and c.double,
+    "one micro-batch object listed again and again": lambda c: c.repeated and max(c.counts) >= 2,
+    "a Dropout model handed over in eval mode": lambda c: c.dropout_eval,
 }
 
 
@@ -151,6 +154,7 @@ def _plain_sgd_training(case: grader.AccumulationCase) -> list[dict]:
 
 
 def test_the_generated_expectation_is_one_process_training_and_the_mistakes_differ():
+    differs: dict[str, list[bool]] = {}
     for case in _drawn(25):
         expected = grader.expected_run(case)
         for call, want in enumerate(_plain_sgd_training(case)):
@@ -159,7 +163,13 @@ def test_the_generated_expectation_is_one_process_training_and_the_mistakes_diff
         for call in range(len(case.counts)):
             for cause, per_rank in expected.mistakes[call].items():
                 if cause.startswith(("optimizer.step()", "the gradients were not synchronised")):
-                    assert not all(grader._close_params(p, expected.params[call]) for p in per_rank), cause[:50]
+                    differs.setdefault(cause[:40], []).append(
+                        not all(grader._close_params(p, expected.params[call]) for p in per_rank))
+    # Almost every call tells each mistake apart. (Not every one: a saturated model, e.g. a frozen first layer of
+    # width 1 under inputs x100, gives every rank the same gradient, so its ranks need no synchronising; a cause
+    # is then not named, since it must fit every failing case.)
+    for cause, seen in differs.items():
+        assert sum(seen) >= 0.9 * len(seen), (cause, sum(seen), len(seen))
 
 
 def test_the_generated_check_rejects_a_gradient_clip_and_reports_the_smallest_case(tmp_path):

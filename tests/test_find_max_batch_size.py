@@ -115,6 +115,9 @@ def test_the_generator_draws_every_relation_of_start_limit_and_threshold():
     assert any(r.threshold > limit for r, _, limit in bounds)
     assert any(start < r.threshold < limit for r, start, limit in bounds)
     assert any(limit > 2**53 and limit - start > 2**53 for _, start, limit in bounds)  # a float midpoint rounds
+    # limit = start * 2**k - 1 with k past 48: math.log2(limit / start) rounds up to k there
+    assert any((limit + 1) % start == 0 and (limit + 1) // start >= 2**49
+               and ((limit + 1) // start) & ((limit + 1) // start - 1) == 0 for _, start, limit in bounds)
     assert all(limit < grader.LARGEST and r.threshold < grader.LARGEST for r, _, limit in bounds)  # int64 calls
 
 

@@ -208,6 +208,8 @@ def norm_cases():
     ("an all-zero gradient", lambda cs: any(g.numel() and not g.any() for c in cs for g in _grads_of(c))),
     ("large gradients (norms far above 1)", lambda cs: any(g.abs().max() > 1e3 for c in cs for g in _grads_of(c)
                                                            if g.numel())),
+    ("float16 gradients whose squares float16 cannot hold", lambda cs: any(
+        g.dtype == torch.float16 and g.numel() and float(g.abs().max()) > 256 for c in cs for g in _grads_of(c))),
     ("every layout", lambda cs: {l for c in cs for g, l in zip(c["grads"], c["layouts"]) if g is not None
                                  and g.dim() >= 2 and g.numel() > 1} == set(grader.LAYOUTS)),
 ])

@@ -202,11 +202,15 @@ def test_generated_sweeps_cover_the_arguments_and_the_objects():
     assert any(p["smooth"] == 1.0 for p in params) and any(p["num_iter"] == 2 for p in params)
     assert any(p["end_lr"] <= p["start_lr"] * (1 + 1e-5) for p in params)
     assert any(p["end_lr"] >= p["start_lr"] * 1e6 for p in params)
-    assert all(p["end_lr"] > p["start_lr"] > 0 and p["num_iter"] >= 2 and p["diverge_threshold"] >= 1 for p in params)
+    assert all(p["end_lr"] > p["start_lr"] > 0 and p["num_iter"] >= 2 and p["diverge_threshold"] > 0 for p in params)
+    assert any(p["diverge_threshold"] < 1 for p in params)  # positive losses stop at s_0 there
     assert any(len(c["params"]) < 5 for c in drawn)  # some arguments left to their defaults
     objects = [c["objects"] for c in drawn]
     assert {o["mode"] for o in objects} == {"train", "eval", "mixed"} and {o["kind"] for o in objects} == {"sgd", "adam"}
-    assert {o["loader"] for o in objects} == {"list", "dataloader"}
+    assert {o["loader"] for o in objects} == {"list", "dataloader", "shuffled"}
+    assert {o.get("nest", 0) for o in objects} == {0, 1, 2}  # the BatchNorm a child, a grandchild, deeper
+    assert any(o.get("stale_grads") for o in objects) and any(o.get("loss_shift", 0) < 0 for o in objects)
+    assert any(o.get("nest") and o["mode"] == "mixed" for o in objects)  # a frozen BatchNorm below the children
     assert any(o["samples"] % o["batch_size"] for o in objects)  # a short last batch
     assert any(-(-o["samples"] // o["batch_size"]) < p["num_iter"] for o, p in zip(objects, params))  # restarted
 

@@ -141,6 +141,7 @@ def test_generated_batches_cover_sizes_and_length_relations():
     assert any(len(ls) > 1 and len(set(ls)) == 1 and ls[0] for ls in lengths)  # all of one length
     assert any(len(ls) > 2 and ls.count(max(ls)) == 1 and ls.index(max(ls)) not in (0, len(ls) - 1) for ls in lengths)
     assert any(max(ls) >= 100 for ls in lengths)
+    assert any(max(ls) > 512 for ls in lengths) and any(max(ls) > 1024 for ls in lengths)  # past a "max length" cap
 
 
 def test_generated_batches_cover_every_layout_and_item_type():

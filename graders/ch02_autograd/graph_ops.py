@@ -219,7 +219,18 @@ def _family_residual_large(device: torch.device, g: torch.Generator) -> Cases:
     return [(_RESIDUAL_LARGE, _residual(device, g, 30))]
 
 
+_WIDE = ("t = torch.stack([x.sin() for x in xs]).sum() for 1500 leaves xs of shape (2,): 3002 nodes, yet only 4 "
+         "deep")
+
+
+def _family_wide(device: torch.device, g: torch.Generator) -> Cases:
+    """Many nodes side by side (more than a walk capped at 1000 or 2048 nodes sees), shallow enough for any walk."""
+    leaves = [_leaf(g, 2, device=device) for _ in range(1500)]
+    return [(_WIDE, torch.stack([x.sin() for x in leaves]).sum())]
+
+
 _FAMILIES: dict[str, Callable[[torch.device, torch.Generator], Cases]] = {
+    "wide": _family_wide,
     "returns_counter": _family_returns_counter,
     "small_expressions": _family_small_expressions,
     "no_grad_fn": _family_no_grad_fn,
@@ -1081,8 +1092,10 @@ def two_layer_network(student: Submission, device: torch.device) -> None:
 
 @GRAPH_OPS.check(points=1)
 def unrolled_rnn(student: Submission, device: torch.device) -> None:
-    """An RNN unrolled 130 steps (a graph ~400 nodes deep, 260 nodes of a type) sharing its weights."""
+    """An RNN unrolled 130 steps (a graph ~400 nodes deep, 260 nodes of a type) sharing its weights; and a graph of
+    3002 nodes side by side."""
     _expect_counts(student, "rnn", device, "wrong node counts for an unrolled RNN")
+    _expect_counts(student, "wide", device, "wrong node counts for a graph of many nodes side by side")
     _expect_generated(student, device, "wrong node counts for a generated graph with a long chain (over 256 nodes of "
                       "a type)", 4, "long")
 

@@ -482,8 +482,11 @@ def buffers_follow_to(student: Submission, device: torch.device) -> None:
             _did_something(label, x, seen["out"], seen["trained.buffers"]["running_mean"], "the buffers after a step")
     counter = seen["trained.buffers"]["num_batches_tracked"]
     if counter.numel() != 1 or int(counter.reshape(-1)[0]) != 1:
-        fail(f"after one training step, {label}.num_batches_tracked is {show(counter)}, expected 1 "
-             "(likely cause: it is not incremented in training mode)")
+        # a cause only where the counter stayed at its start: above 1 it was counted too often (or shared)
+        stayed = counter.numel() == 1 and int(counter.reshape(-1)[0]) == 0
+        fail(f"after one training step, {label}.num_batches_tracked is {show(counter)}, expected 1"
+             + (" (likely cause: it is not incremented in training mode)" if stayed else
+                " (one training step adds exactly 1)"))
     loaded = seen["loaded.buffers"]
     for name in _BUFFERS:
         value, want = _buffer(loaded, name, label), seen["trained.buffers"][name]

@@ -47,21 +47,60 @@ _LOSS_RTOL, _LOSS_ATOL = 1e-5, 1e-7
 _LR_RTOL = 1e-9
 _TAG = "_lr_range_test_name"  # each submodule's name, kept in its __dict__ (deep copies keep it too)
 _LABELS = {"": "the model", "0": "model[0] (Linear)", "1": "model[1] (BatchNorm1d)", "2": "model[2] (ReLU)",
+           "1.0": "model[1][0] (BatchNorm1d)", "1.0.0": "model[1][0][0] (BatchNorm1d)",
            "3": "model[3] (Linear)"}
+
+
+def _label(name: str, nest: int = 0) -> str:
+    """A submodule's name as the student indexes it; the Sequentials holding a nested BatchNorm say so."""
+    if nest and name in ("1", "1.0")[:nest] and name.count(".") < nest:
+        return f"model{''.join(f'[{part}]' for part in name.split('.'))} (Sequential)"
+    return _LABELS.get(name, name)
 
 
 # ==================================================================================================
 # The objects handed to lr_range_test, and the specification run by the judge
 # ==================================================================================================
 class _ScaledCrossEntropy(nn.CrossEntropyLoss):
-    """CrossEntropyLoss times a constant: the same curve, diverging at smaller lrs (a shorter default sweep)."""
+    """CrossEntropyLoss times a constant (the same curve, diverging at smaller lrs: a shorter default sweep), plus a
+    constant (a loss below 0, as a log-likelihood can be: there the factor of the divergence test works the other
+    way, and s_i > diverge_threshold * min(s_0..s_i) holds at s_0 itself for any threshold above 1)."""
 
-    def __init__(self, scale: float) -> None:
+    def __init__(self, scale: float, shift: float = 0.0) -> None:
         super().__init__()
-        self.scale = scale
+        self.scale, self.shift = scale, shift
 
     def forward(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return super().forward(outputs, targets) * self.scale
+        return super().forward(outputs, targets) * self.scale + self.shift
+
+
+def _nested(module: nn.Module, depth: int) -> nn.Module:
+    """``module`` inside ``depth`` Sequentials: the model's BatchNorm one or two levels below its children."""
+    for _ in range(depth):
+        module = nn.Sequential(module)
+    return module
+
+
+class _PassSampler(torch.utils.data.Sampler):
+    """A shuffling sampler whose k-th pass is the k-th seeded permutation: a restart (a new iter(loader) that
+    loads) gets a new order however the last pass ended. (RandomSampler draws one more permutation from its
+    generator when a pass runs to its end, so with it an answer that restarts after len(loader) batches and one
+    that restarts at StopIteration would see other orders.)"""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.seed, self.passes = size, seed, 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        self.passes += 1
+        order = torch.randperm(self.size, generator=torch.Generator().manual_seed(self.seed * 1000 + self.passes))
+        return iter(order.tolist())
+
+
+def _batchnorm(model: nn.Module) -> nn.Module:
+    return next(m for m in model.modules() if isinstance(m, nn.BatchNorm1d))
 
 
 def _build(spec: dict, device: torch.device) -> tuple[nn.Module, torch.optim.Optimizer, nn.Module, Any]:
@@ -69,7 +108,8 @@ def _build(spec: dict, device: torch.device) -> tuple[nn.Module, torch.optim.Opt
     (momentum buffers or Adam's moments, from two warm-up steps), CrossEntropyLoss and a loader."""
     with torch.random.fork_rng(devices=[]), one_torch_thread():  # tiny tensors: threads cost far more than they save
         torch.manual_seed(spec["seed"])
-        model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+        model = nn.Sequential(nn.Linear(6, 16), _nested(nn.BatchNorm1d(16), spec.get("nest", 0)),
+                              nn.ReLU(), nn.Linear(16, 3))
         x = torch.randn(spec["samples"], 6)
         y = ((x @ torch.randn(6, 3)).argmax(1) if spec["learnable"]  # the loss can fall, then diverge
              else torch.randint(0, 3, (spec["samples"],)))
@@ -81,7 +121,9 @@ def _build(spec: dict, device: torch.device) -> tuple[nn.Module, torch.optim.Opt
         optimizer: torch.optim.Optimizer = torch.optim.Adam(groups, lr=0.01)
     else:
         optimizer = torch.optim.SGD(groups, lr=0.01, momentum=0.9)
-    loss_fn = nn.CrossEntropyLoss() if spec["loss_scale"] == 1 else _ScaledCrossEntropy(spec["loss_scale"])
+    shift = spec.get("loss_shift", 0.0)
+    loss_fn = (nn.CrossEntropyLoss() if spec["loss_scale"] == 1 and not shift
+               else _ScaledCrossEntropy(spec["loss_scale"], shift))
     size = spec["batch_size"]
     with one_torch_thread():
         for first in (0, size):  # the optimizer gets state, BatchNorm's running statistics move
@@ -89,11 +131,16 @@ def _build(spec: dict, device: torch.device) -> tuple[nn.Module, torch.optim.Opt
             nn.functional.cross_entropy(model(x[first:first + size]), y[first:first + size]).backward()
             optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    if spec.get("stale_grads"):  # gradients left by earlier work: "zero grads" first keeps them out of step 0
+        for number, p in enumerate(model.parameters()):
+            p.grad = torch.full_like(p, 100.0 * (-1) ** number)
     model.train(spec["mode"] != "eval")
     if spec["mode"] == "mixed":  # a frozen BatchNorm inside a model in training mode, as in fine-tuning
-        model[1].eval()
+        _batchnorm(model).eval()
     if spec["loader"] == "list":
         loader: Any = [(x[i:i + size], y[i:i + size]) for i in range(0, len(x), size)]
+    elif spec["loader"] == "shuffled":  # each restart (a new iter(loader)) draws a new order from its generator
+        loader = DataLoader(TensorDataset(x, y), batch_size=size, sampler=_PassSampler(len(x), spec["seed"]))
     else:
         loader = DataLoader(TensorDataset(x, y), batch_size=size, shuffle=False)
     return model, optimizer, loss_fn, loader
@@ -147,7 +194,8 @@ def _run_reference(spec_items: tuple, params_items: tuple, device: str, flags_it
 
 @judge_only
 def _script(spec: dict, params: dict, device: torch.device, *, stop: bool = True, zero_grad: bool = True,
-            same_batch: bool = False, loss_after_step: bool = False) -> _Run:
+            same_batch: bool = False, loss_after_step: bool = False, replay: bool = False,
+            zero_late: bool = False) -> _Run:
     """The specification as a script; the keyword flags give known wrong variants, for diagnoses."""
     model, optimizer, loss_fn, loader = _build(spec, device)
     p = {**DEFAULTS, **params}
@@ -155,7 +203,7 @@ def _script(spec: dict, params: dict, device: torch.device, *, stop: bool = True
     raw: list[float] = []
     with one_torch_thread():
         model.train()
-        batches = iter(loader)
+        batches = itertools.cycle(loader) if replay else iter(loader)  # replay: the first pass again, kept
         for i in range(p["num_iter"]):
             lr = _spec_lr(i, p["start_lr"], p["end_lr"], p["num_iter"])
             for group in optimizer.param_groups:
@@ -165,11 +213,13 @@ def _script(spec: dict, params: dict, device: torch.device, *, stop: bool = True
                 batches = iter(loader)
                 batch = next(batches)
             inputs, targets = batch
-            if zero_grad:
+            if zero_grad and not zero_late:
                 optimizer.zero_grad()
             loss = loss_fn(model(inputs), targets)
             loss.backward()
             optimizer.step()
+            if zero_late:  # a known mistake: zeroed after the step, so what .grad held before the call leaks in
+                optimizer.zero_grad()
             if loss_after_step:
                 loss = loss_fn(model(inputs), targets)
             raw.append(loss.item())
@@ -373,11 +423,16 @@ class _Seen:
 
 def _spec(*, seed: int = 0, kind: str = "sgd", mode: str = "train", batches: int = 16, batch_size: int = 8,
           samples: int | None = None, learnable: bool = False, loader: str = "dataloader",
-          loss_scale: float = 1) -> dict:
+          loss_scale: float = 1, loss_shift: float = 0.0, stale_grads: bool = False, nest: int = 0) -> dict:
     """What :func:`_build` makes: kind "sgd" (momentum 0.9) or "adam"; mode "train", "eval" or "mixed" (a frozen
-    BatchNorm); loader "dataloader" or "list"; labels that the model can learn or random ones."""
-    return dict(seed=seed, kind=kind, mode=mode, batch_size=batch_size, samples=samples or batches * batch_size,
+    BatchNorm); loader "dataloader", "shuffled" (a new order at each restart) or "list"; labels that the model can
+    learn or random ones; the loss scaled and shifted (below 0); gradients left in .grad before the call; the
+    BatchNorm ``nest`` Sequentials deep."""
+    spec = dict(seed=seed, kind=kind, mode=mode, batch_size=batch_size, samples=samples or batches * batch_size,
                 learnable=learnable, loader=loader, loss_scale=loss_scale)
+    # the options added later are only written when set, so that the earlier specs (and their cache keys) stay
+    extra = dict(loss_shift=loss_shift, stale_grads=stale_grads, nest=nest)
+    return {**spec, **{k: v for k, v in extra.items() if v}}
 
 
 class _Trial:
@@ -385,10 +440,12 @@ class _Trial:
 
     def __init__(self, device: torch.device, *, seed: int = 0, kind: str = "sgd", mode: str = "train",
                  batches: int = 16, batch_size: int = 8, samples: int | None = None, learnable: bool = False,
-                 loader: str = "dataloader", loss_scale: float = 1, **params: Any) -> None:
+                 loader: str = "dataloader", loss_scale: float = 1, loss_shift: float = 0.0,
+                 stale_grads: bool = False, nest: int = 0, **params: Any) -> None:
         self.device = device
         self.spec = _spec(seed=seed, kind=kind, mode=mode, batches=batches, batch_size=batch_size, samples=samples,
-                          learnable=learnable, loader=loader, loss_scale=loss_scale)
+                          learnable=learnable, loader=loader, loss_scale=loss_scale, loss_shift=loss_shift,
+                          stale_grads=stale_grads, nest=nest)
         self.params = params
         self.p = {**DEFAULTS, **params}
         self.expected = _reference(self.spec, params, device)
@@ -411,10 +468,18 @@ class _Trial:
         mode = {"train": "in training mode", "eval": "in eval mode",
                 "mixed": "in training mode with its BatchNorm in eval mode"}[spec["mode"]]
         scale = f" times {show_number(spec['loss_scale'])}" if spec["loss_scale"] != 1 else ""
+        scale += f" {'-' if spec.get('loss_shift', 0) < 0 else '+'} {show_number(abs(spec['loss_shift']))}" if spec.get(
+            "loss_shift") else ""
         learnable = " (labels a function of the inputs: the loss falls first)" if spec["learnable"] else ""
-        return (f"lr_range_test(model, optimizer, loss_fn, loader{shown}); an MLP with BatchNorm {mode}, "
-                f"{'Adam' if spec['kind'] == 'adam' else 'SGD(momentum=0.9)'} with 3 param groups (lrs 0.05, 0.02, "
-                f"0.03), CrossEntropyLoss{scale}, {'a list' if spec['loader'] == 'list' else 'a DataLoader'} of "
+        depth = spec.get("nest", 0)
+        where = (f" (inside {depth} nested Sequential{'s' if depth > 1 else ''}, model[1]{'[0]' * depth})"
+                 if depth else "")
+        extras = ", every parameter's .grad holding +-100 before the call" if spec.get("stale_grads") else ""
+        loader = {"list": "a list", "shuffled": "a shuffling DataLoader (a new order at each pass)"}.get(
+            spec["loader"], "a DataLoader")
+        return (f"lr_range_test(model, optimizer, loss_fn, loader{shown}); an MLP with BatchNorm{where} {mode}"
+                f"{extras}, {'Adam' if spec['kind'] == 'adam' else 'SGD(momentum=0.9)'} with 3 param groups (lrs "
+                f"0.05, 0.02, 0.03), CrossEntropyLoss{scale}, {loader} of "
                 f"{self.batches} batches of up to {spec['batch_size']}{learnable}")
 
     def observe(self, student: Submission, *, restore: bool = False) -> _Seen:
@@ -549,6 +614,12 @@ class _Trial:
             ({"loss_after_step": True}, "the recorded loss was computed again AFTER optimizer.step(); the spec "
                                         "records loss_i, the loss of the forward pass that the step trained on "
                                         "(loss.item() of that same loss)"),
+            ({"zero_late": True}, "the gradients are zeroed after optimizer.step(), not before the backward: "
+                                  "what .grad held when lr_range_test was called leaks into the first step; zero "
+                                  "them first in each iteration"),
+            ({"replay": True}, "after the loader ran out, the first pass's batches came again in the same order "
+                               "(itertools.cycle keeps what it saw and replays it); the spec restarts the loader, "
+                               "iter(loader) again, which gives a shuffling DataLoader a new order"),
         ):
             wrong = self.variant(stop=False, **flags).losses[:n]
             # (a mistake whose losses equal the right ones so far is no evidence: every variant's s_0 is the same)
@@ -763,7 +834,7 @@ def geometric_sweep(student: Submission, device: torch.device) -> None:
 @LR_RANGE_TEST.check(points=1)
 def smoothed_losses(student: Submission, device: torch.device) -> None:
     """The losses are s_0 = loss_0, s_i = smooth * loss_i + (1 - smooth) * s_(i-1) of the batch losses."""
-    for params in (dict(start_lr=1e-4, end_lr=1e-1, num_iter=12, smooth=0.1),
+    for params in (dict(start_lr=1e-4, end_lr=1e-1, num_iter=12, smooth=0.1, stale_grads=True),
                    dict(start_lr=1e-3, end_lr=0.5, num_iter=10, kind="adam"),
                    dict(start_lr=1e-2, end_lr=0.3, num_iter=8, smooth=0.8, diverge_threshold=50.0, learnable=True)):
         trial = _Trial(device, batches=14, batch_size=6, **params)
@@ -781,7 +852,7 @@ def trains_in_train_mode(student: Submission, device: torch.device) -> None:
         cause = ("model.training = True changes the top module only: model.train() sets every submodule"
                  if "" not in off else "the model was swept as it came, in eval mode: call model.train() before the "
                                        "sweep (and restore each module's mode afterwards)")
-        fail(f"during the sweep {', '.join(_LABELS.get(n, n) for n in off)} ran in eval mode\n  input: "
+        fail(f"during the sweep {', '.join(_label(n, trial.spec.get('nest', 0)) for n in off)} ran in eval mode\n  input: "
              f"{trial.given()}\n  likely cause: {cause}")
     if not seen.forwards:
         fail(f"the model was never called during the sweep\n  input: {trial.given()}")
@@ -795,6 +866,9 @@ def restarts_short_loader(student: Submission, device: torch.device) -> None:
                   _Trial(device, batch_size=5, samples=10, loader="list", kind="adam", start_lr=1e-3, end_lr=0.05,
                          num_iter=7)):
         trial.expect_run(trial.observe(student), "the recorded losses differ from the specification's run")
+    # A shuffling DataLoader draws a new order at each restart; replaying the first pass (itertools.cycle keeps
+    # what it saw) trains on the old order
+    _expect_generated_sweeps(student, device, 4, "a generated call differs from the specification", focus="restart")
 
 
 @LR_RANGE_TEST.check(points=1)
@@ -881,8 +955,9 @@ def restores_parameters_and_buffers(student: Submission, device: torch.device) -
 @LR_RANGE_TEST.check(points=1)
 def restores_training_mode(student: Submission, device: torch.device) -> None:
     """Afterwards every submodule's training flag is as before (from eval mode, and from a frozen BatchNorm)."""
-    for mode in ("eval", "mixed"):
-        trial = _Trial(device, mode=mode, batches=8, batch_size=6, start_lr=1e-4, end_lr=0.1, num_iter=6)
+    children_restored = False  # the frozen BatchNorm came back as a direct child: a nested one tells more
+    for mode, nest in (("eval", 0), ("mixed", 0), ("mixed", 2)):
+        trial = _Trial(device, mode=mode, batches=8, batch_size=6, start_lr=1e-4, end_lr=0.1, num_iter=6, nest=nest)
         seen = trial.observe(student, restore=True)
         trial.expect_trained(seen, "after lr_range_test")
         if mode == "eval" and not any(all(flags.values()) for flags in seen.modes):
@@ -893,19 +968,25 @@ def restores_training_mode(student: Submission, device: torch.device) -> None:
             fail(f"the model could not be read after the call ({seen.after['error']})\n  input: {trial.given()}")
         before, now = seen.before["modes"], seen.after["modes"]
         if now == before:
+            children_restored = children_restored or mode == "mixed"
             continue
         if mode == "eval":
             cause = ("the model was left in training mode (model.train() for the sweep, never undone); record each "
                      "module's .training before the sweep and set it back afterwards")
-        elif now.get("") == before[""] and len(set(now.values())) == 1:
+        elif nest and children_restored:
+            cause = ("the modes of the model's direct children were restored, but not those of the modules inside "
+                     "them: model.children() lists one level only; record module.training for each of "
+                     "model.modules() (every submodule, at every depth) and restore each one")
+        elif not nest and now.get("") == before[""] and len(set(now.values())) == 1:
             cause = ("model.train(was_training) set every submodule alike, but the model had its BatchNorm in eval "
                      "mode inside a model in training mode: record module.training for each of model.modules() "
                      "(every submodule) and restore each one")
         else:
             cause = None
         fail_mismatch("the training mode flags are not as before the call", given=trial.given(),
-                      expected=", ".join(f"{_LABELS.get(n, n)}: training={t}" for n, t in before.items()),
-                      got=", ".join(f"{_LABELS.get(n, n)}: training={t}" for n, t in now.items()), cause=cause)
+                      expected=", ".join(f"{_label(n, nest)}: training={t}" for n, t in before.items()),
+                      got=", ".join(f"{_label(n, nest)}: training={t}" for n, t in now.items()), cause=cause)
+    _expect_generated_sweeps(student, device, 4, "a generated call did not restore everything", focus="modes")
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -1198,7 +1279,7 @@ def suggest_lr_too_few_points(student: Submission, device: torch.device) -> None
               (9, dict(skip_start=3, skip_end=4)), (18, {}), (3, dict(skip_start=0, skip_end=0)),
               (8, dict(skip_start=1, skip_end=4))]]
     _expect_suggestions(student, cases, "suggest_lr picked the wrong learning rate with few points left")
-    _expect_generated_suggestions(student, 200, "suggest_lr, with 2 points or fewer left after trimming", valid=None)
+    _expect_generated_suggestions(student, 200, "suggest_lr, with few points (or none) left after trimming", valid=None)
 
 
 # ==================================================================================================
@@ -1343,28 +1424,32 @@ def _expect_generated_suggestions(student: Submission, count: int, what: str, *,
 
 def draw_sweep(rng: random.Random, focus: str = "") -> dict:
     """One lr_range_test call: the objects (SGD with momentum or Adam, 3 param groups with state; a model in
-    training mode, in eval mode, or training with a frozen BatchNorm; a DataLoader, with a short last batch or
-    not, or a list; fewer batches than iterations or more; labels it can learn or not; a loss scaled to diverge
-    sooner) and the keyword arguments in every relation the specification allows: end_lr just above start_lr or
-    decades above it, num_iter 2 and more, smooth 0 (the first loss kept), 1 (no smoothing) or between,
-    diverge_threshold 1 (stop at the first rise), just above 1, 5 or never; each omitted (its default) now and
-    then. (A threshold below 1, which would stop at once, is left out: a divergence test is a factor above the
-    lowest loss, and the course accepts a test against the minimum of the earlier losses, the same for 1 and
-    above.)"""
+    training mode, in eval mode, or training with a frozen BatchNorm, that BatchNorm a direct child or one or two
+    Sequentials deeper; gradients left in .grad
+    before the call or none; a DataLoader, in order or shuffling (each restart a new order), with a short last
+    batch or not, or a list; fewer batches than iterations or more; labels it can learn or not; a loss scaled to
+    diverge sooner, or shifted below 0) and the keyword arguments in every relation the specification allows:
+    end_lr just above start_lr or decades above it, num_iter 2 and more, smooth 0 (the first loss kept), 1 (no
+    smoothing) or between, diverge_threshold below 1 (positive losses stop at s_0), 1 (stop at the first rise),
+    just above 1, 5 or never; each omitted (its default) now and then. The divergence test is the
+    specification's, min(s_0..s_i) with s_i in it: a threshold below 1, or a loss below 0, tells it from a test
+    against the earlier losses only."""
     batches = domain.small_int(rng, 2, 6)  # BatchNorm trains on batches of 2 or more (_build warms up on two)
     batch_size = rng.randint(2, 6)
     objects = dict(seed=rng.randint(0, 10**6), kind=rng.choice(["sgd", "adam"]),
                    mode=domain.pick(rng, ["train", "eval", "mixed"]), batch_size=batch_size,
                    samples=batches * batch_size - domain.pick(rng, [0, 0, rng.randint(0, batch_size - 2)]),
-                   learnable=rng.random() < 0.5, loader=rng.choice(["dataloader", "list"]),
-                   loss_scale=domain.pick(rng, [1, 1, 100, 1e3, 0.5]))
+                   learnable=rng.random() < 0.5, loader=domain.pick(rng, ["dataloader", "list", "shuffled"]),
+                   loss_scale=domain.pick(rng, [1, 1, 100, 1e3, 0.5]),
+                   loss_shift=domain.pick(rng, [0.0, -10.0, -rng.uniform(0.5, 3)], weights=[6, 1, 1]),
+                   stale_grads=rng.random() < 0.25, nest=domain.pick(rng, [0, 1, 2], weights=[2, 1, 1]))
     start = domain.pick(rng, [1e-7, 1e-4, 1e-3, 0.01, 0.3, 10 ** rng.uniform(-8, 0)])
     end = domain.pick(rng, [start * (1 + 1e-6), start * rng.uniform(1.5, 10), start * 10 ** rng.uniform(1, 7), 10.0])
     end = max(end, start * (1 + 1e-6))
     params = dict(start_lr=start, end_lr=end, num_iter=domain.pick(rng, [2, 3, domain.small_int(rng, 2, 10)]),
                   smooth=domain.pick(rng, [0.05, 0.0, 1.0, rng.uniform(0, 1), 0.5]),
-                  diverge_threshold=domain.pick(rng, [5.0, 1.0, 1.0 + 1e-9, rng.uniform(1, 3), 1e9],
-                                                weights=[2, 2, 1, 3, 1]))
+                  diverge_threshold=domain.pick(rng, [5.0, 1.0, 1.0 + 1e-9, rng.uniform(1, 3), 1e9,
+                                                      rng.uniform(0.1, 0.95)], weights=[2, 2, 1, 3, 1, 1]))
     for name in list(params):
         if rng.random() < 0.15 and name != "num_iter":
             params[name] = DEFAULTS[name]
@@ -1372,8 +1457,19 @@ def draw_sweep(rng: random.Random, focus: str = "") -> dict:
         params["end_lr"] = params["start_lr"] * 10
     if focus == "smooth":  # the ends of smooth: 0 keeps s_0 throughout, 1 records the raw losses
         params["smooth"] = domain.pick(rng, [0.0, 1.0, rng.uniform(0, 1)], weights=[2, 2, 1])
-    if focus == "threshold":  # stop at the first rise above the minimum, or just above it
-        params["diverge_threshold"] = domain.pick(rng, [1.0, 1.0 + 1e-9, rng.uniform(1, 1.5)])
+    if focus == "threshold":  # stop at the first rise above the minimum, just above it, at once, or below 0
+        params["diverge_threshold"] = domain.pick(rng, [1.0, 1.0 + 1e-9, rng.uniform(1, 1.5), rng.uniform(0.1, 0.95),
+                                                        rng.uniform(1.5, 6)])
+        if rng.random() < 0.4:
+            objects["loss_shift"] = domain.pick(rng, [-10.0, -rng.uniform(0.5, 3)])
+    if focus == "restart":  # more iterations than batches, a new order at each pass
+        objects["loader"] = "shuffled"
+        objects["samples"] = max(2, objects["samples"])
+        params["num_iter"] = rng.randint(batches + 2, 3 * batches + 2)
+        params["diverge_threshold"] = 1e9
+    if focus == "modes":  # a frozen BatchNorm below the model's children, or a model handed over in eval mode
+        objects["mode"] = domain.pick(rng, ["mixed", "eval"], weights=[3, 1])
+        objects["nest"] = domain.pick(rng, [1, 2])
     given = {name: value for name, value in params.items() if value != DEFAULTS[name] or rng.random() < 0.5}
     return {"objects": objects, "params": given}
 
@@ -1423,8 +1519,10 @@ def _sweep_failure(trial: _Trial, observed: dict) -> str | None:
         _expect_model_restored(trial, seen, "after lr_range_test")
         if seen.after["modes"] != seen.before["modes"]:
             fail_mismatch("the training mode flags are not as before the call", given=trial.given(),
-                          expected=", ".join(f"{_LABELS.get(n, n)}: training={t}" for n, t in seen.before["modes"].items()),
-                          got=", ".join(f"{_LABELS.get(n, n)}: training={t}" for n, t in seen.after["modes"].items()))
+                          expected=", ".join(f"{_label(n, trial.spec.get('nest', 0))}: training={t}"
+                                             for n, t in seen.before["modes"].items()),
+                          got=", ".join(f"{_label(n, trial.spec.get('nest', 0))}: training={t}"
+                                        for n, t in seen.after["modes"].items()))
         _expect_optimizer_restored(trial, seen)
     except CheckFailed as failed:
         return str(failed)

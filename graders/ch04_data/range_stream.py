@@ -299,11 +299,12 @@ def _coverage_cause(values: list[int], start: int, end: int, workers: int) -> st
     if not values and n:
         if not workers:
             return "nothing was yielded at all"
-        chunks = (" (contiguous chunks of (end - start) // num_workers ints are empty when there are more workers "
-                  "than items, and the remainder is dropped: shard with range(start + info.id, end, info.num_workers))"
-                  if n < workers else "")
-        return ("nothing came out of the worker processes: get_worker_info() is not None in a worker, and each "
-                f"worker must yield its own share{chunks}")
+        # (what made each worker's share empty is not singled out: contiguous chunks of (end - start) //
+        # num_workers, an early return, a condition on info.id all give nothing here)
+        more = f" ({workers} workers, {n} int{'s' if n > 1 else ''}: more workers than ints)" if n < workers else ""
+        return (f"nothing came out of the worker processes{more}: get_worker_info() is not None in a worker, and "
+                "each worker must yield its own share; together the shards of workers 0 .. num_workers - 1 cover "
+                "the whole range, e.g. range(start + info.id, end, info.num_workers)")
     if workers >= 1:
         per, ceil = n // workers, -(-n // workers)
         known = [
@@ -359,7 +360,9 @@ def _expect_exactly_once(values: list[int], start: int, end: int, label: str, wo
     got = f"{shown[:12]}"[:-1] + (f", ... ({len(shown)} ints)]" if len(shown) > 12 else "]")
     fail_mismatch(what, given=label,
                   expected=f"each of {start}, ..., {end - 1} exactly once ({end - start} ints)" if end > start + 1 else
-                  f"the one int {start}, once" if end == start + 1 else "nothing (start == end is an empty range)",
+                  f"the one int {start}, once" if end == start + 1 else
+                  "nothing (start == end is an empty range)" if end == start else
+                  f"nothing (start > end: range({start}, {end}) is empty)",
                   got=f"{got} ({'; '.join(problems)})",
                   cause=_coverage_cause(values, start, end, workers) if causes else None)
 
@@ -399,10 +402,21 @@ def yields_the_range(student: Submission, device: torch.device) -> None:
 
 @RANGE_STREAM.check(points=1)
 def empty_range(student: Submission, device: torch.device) -> None:
-    """start == end yields nothing, directly and through a DataLoader (and a one-int range yields that int)."""
+    """start == end yields nothing, directly and through a DataLoader (and a one-int range yields that int); start
+    > end yields nothing either, or raises."""
     for start, end in [(5, 5), (0, 0), (5, 6), (-3, -3), (-1, 0), (300, 300)]:
         _expect_direct(student, start, end, "an empty range must yield nothing" if start == end else
                        "a range of one int must yield that int")
+    # start > end: no int lies in start, ..., end - 1, so none may come out. The specification says nothing of an
+    # error there, so an answer may also raise one (the reference's islice does); yielding ints is wrong either way
+    # (swapped bounds yield end, ..., start - 1)
+    for start, end in [(5, 2), (0, -3), (7, 6), (-1, -40)]:
+        try:
+            (values,) = _direct(student, start, end)
+        except StudentCodeError:
+            continue
+        _expect_exactly_once(values, start, end, f"iter(RangeStream({start}, {end}))",
+                             0, "start > end: no int lies in start, ..., end - 1")
     _expect_loader(student, 2, 2, "an empty range through a DataLoader", batch_size=2, num_workers=0)
     _expect_loader(student, 4, 5, "a range of one int through a DataLoader", batch_size=2, num_workers=0)
     _expect_generated(student, draw_empty, 60, "an empty range (or one int), with or without workers")

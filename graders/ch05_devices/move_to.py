@@ -104,6 +104,17 @@ class Holder:
         self.tensor = tensor
 
 
+class Movable:
+    """An object of another type with a ``.to`` method of its own (as a module or a tokenizer output has): returned
+    as the very same object, ``.to`` never called (calling whatever has a ``.to`` returns a new object here)."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+    def to(self, *args: Any, **kwargs: Any) -> "Movable":
+        return Movable(self.tensor.to(*args, **kwargs))
+
+
 def _t(*shape: int, dtype: torch.dtype = torch.float32, device: str = "cpu") -> torch.Tensor:
     if dtype.is_floating_point:
         made = torch.randn(*shape, dtype=dtype)
@@ -323,8 +334,11 @@ def describe(value: Any, paths: dict[int, str], *, with_values: bool = True) -> 
                                                   for f in dataclasses.fields(item)})
             if isinstance(item, (Sample, FrozenSample)):
                 node["serial"] = item.__dict__.get("serial")
-        elif isinstance(item, Holder):
+        elif isinstance(item, (Holder, Movable)):
             node.update(kind="holder", fields={"tensor": walk(item.tensor, depth + 1)})
+        elif type(item) is torch.nn.Linear:  # the grader's own module: its parameters must stay where they are
+            node.update(kind="holder", fields={name: walk(value, depth + 1) for name, value
+                                               in (("weight", item.weight), ("bias", item.bias))})
         else:
             node["kind"] = "other"
         return node
@@ -824,6 +838,14 @@ def passes_non_blocking(student: Submission, device: torch.device) -> None:
                 cause = "non_blocking is passed on in some branches of move_to but not in others"
             fail(f"{call_text(observed.case)}\n  {len(wrong)} of the {len(calls)} Tensor.to calls got "
                  f"non_blocking={not wanted}, the caller asked for {wanted}\n  likely cause: {cause}")
+    # To the CPU, tensors already there: returning them untouched makes no call (and is right), but Tensor.cpu()
+    # takes no non_blocking at all: from a GPU it is a blocking copy, whatever the caller asked for
+    for observed in _run_all(student, [Case("nested", "cpu", non_blocking=True)]):
+        moves = sorted(set(observed.seen["other_moves"]) & {"cpu", "cuda"})
+        if moves:
+            fail(f"{call_text(observed.case)}\n  the tensors were moved with Tensor.{moves[0]}(), which has no "
+                 "non_blocking argument (from a GPU, .cpu() is a blocking copy whatever the caller asked for); move "
+                 "each tensor with t.to(device, non_blocking=non_blocking)")
 
 
 def _first_difference(before: Any, after: Any, path: str = "obj") -> str | None:
@@ -960,7 +982,7 @@ DATACLASSES = {"Sample": (Sample, ("image", "label", "extra")), "FrozenSample": 
 DICTS = ("dict", "OrderedDict", "defaultdict_list", "defaultdict_none", "defaultdict_lambda", "TaggedDict", "Counts")
 ATOMS = ("int", "big_int", "float", "str", "empty_str", "none", "bytes", "bool", "array", "numpy_scalar", "set",
          "frozenset", "class", "dataclass_class", "size", "holder", "list_subclass", "tuple_subclass", "derived",
-         "range", "device", "dtype", "function", "module", "fields_record", "nan")
+         "range", "device", "dtype", "function", "module", "fields_record", "nan", "movable")
 KEYS = ("str", "odd_str", "int", "negative_int", "tuple", "none", "float", "tensor")
 
 
@@ -1071,6 +1093,8 @@ def _build_atom(kind: str) -> Any:
         return made
     if kind == "module":
         return torch.nn.Linear(2, 2)
+    if kind == "movable":
+        return Movable(_t(2))
     if kind == "fields_record":
         return FieldsRecord(_t(2), _t(1))
     if kind == "array":
@@ -1142,7 +1166,8 @@ def plan_text(plan: tuple) -> str:
         if kind == "atom":
             return {"holder": "Holder(tensor) (an object holding a tensor)", "list_subclass": "TensorList([tensor])",
                     "tuple_subclass": "TensorTuple((tensor,))", "derived": "WithDerivedField(...) (init=False field)",
-                    "module": "nn.Linear(2, 2)", "fields_record": "FieldsRecord(tensor, tensor) (has _fields, not a "
+                    "module": "nn.Linear(2, 2)", "movable": "Movable(tensor) (an object with a .to method of its "
+                    "own)", "fields_record": "FieldsRecord(tensor, tensor) (has _fields, not a "
                     "tuple)", "array": "np.ndarray", "class": "the class Sample", "dataclass_class": "the class "
                     "FrozenSample", "function": "a function", "size": "torch.Size([2, 3])"}.get(
                 node[1], repr(_build_atom(node[1])))

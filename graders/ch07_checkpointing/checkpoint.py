@@ -876,7 +876,8 @@ def _sizes_at_sync() -> Iterator[list[list[int]]]:
 
 @CHECKPOINT.check(points=1)
 def saves_through_a_temporary_file(student: Submission, device: torch.device) -> None:
-    """A save writes a temporary file in the same directory, fsyncs it, then os.replace's it onto path; nothing is left over."""
+    """A save writes a temporary file in the same directory, fsyncs it, then os.replace's it onto path; nothing is left
+    over; a path ending in .tmp gets a temporary file of its own."""
     with _temporary_folder() as folder:
         path = folder / "latest.pt"
         given = "save_checkpoint(path, ...) when path already holds a checkpoint"
@@ -929,6 +930,22 @@ def saves_through_a_temporary_file(student: Submission, device: torch.device) ->
     if leftovers:
         fail_mismatch("the save left other files behind", given=given, expected="only path in the directory",
                       got=f"also {', '.join(leftovers)}")
+    # A path whose own name is what a temporary name is made of (path.with_suffix(".tmp") is path itself there)
+    with _temporary_folder() as folder:
+        path = folder / "latest.tmp"
+        try:
+            report = student.scenario(write_scenario, os.fspath(path))
+        except StudentCodeError as exc:
+            raise exc.within("save_checkpoint(path, ...) with path = .../latest.tmp") from None
+    renames = [e for e in report["events"] if e[0] in ("replace", "rename") and pathlib.Path(e[2]) == path]
+    if not renames or pathlib.Path(renames[-1][1]) == path:
+        fail_mismatch("the checkpoint was written in place, not through a temporary file of its own",
+                      given="save_checkpoint(path, ...) with path = .../latest.tmp, which already holds a checkpoint",
+                      expected="a temporary file other than path, os.replace'd onto path",
+                      got="path itself written" + (", then os.replace(path, path)" if renames else ""),
+                      cause="a temporary name made from path (path.with_suffix('.tmp')) is path itself when path "
+                            "already ends in .tmp; add to the name instead (path.name + '.tmp', or tempfile.mkstemp)"
+                      if renames else None)
 
 
 def parents_scenario(student: RunnerStudent, path: str) -> dict[str, Any]:

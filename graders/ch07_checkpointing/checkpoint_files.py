@@ -20,6 +20,7 @@ import pathlib
 import random
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -82,7 +83,8 @@ def _contents(directory: pathlib.Path) -> dict[str, str]:
     """Every entry of ``directory`` (folders as ``<folder>``) with its content, to see what changed."""
     if not directory.is_dir():
         return {}
-    return {entry.name: f"<folder {sorted(os.listdir(entry))}>" if entry.is_dir() else entry.read_text()
+    return {entry.name: f"<folder {sorted(os.listdir(entry))}>" if entry.is_dir()
+            else "<fifo>" if stat.S_ISFIFO(entry.lstat().st_mode) else entry.read_text()  # (a FIFO's read waits)
             for entry in directory.iterdir()}
 
 
@@ -207,7 +209,7 @@ def _expect_latest(student: Submission, directory: pathlib.Path, *, as_text: boo
 def _order_cause(got: str | None, expected: str, names: list[str]) -> str | None:
     """Name the ordering mistake when the returned checkpoint is exactly what that wrong order picks here."""
     checkpoints = [n for n in names if _STEP.fullmatch(n)]
-    if got is None or got not in checkpoints:
+    if got is None or got not in checkpoints or got == expected:  # the right name (in another path): no order cause
         return None
     step = {n: int(_STEP.fullmatch(n).group(1)) for n in checkpoints}
     if got == max(checkpoints, key=lambda n: (float(step[n]), n)):
@@ -423,15 +425,18 @@ def rotate_missing_directory_and_bad_keep(student: Submission, device: Any) -> N
 #   steps occur, ordered by name), in any order on disk;
 # - look-alikes built around a real number (a temporary file, a backup, a sign, a space, an underscore, other
 #   scripts' digits, the wrong case, a missing or unescaped dot, ...), their N larger than every checkpoint's
-#   or smaller, so that taking one for a checkpoint changes the answer; folders named like checkpoints;
+#   or smaller, so that taking one for a checkpoint changes the answer; folders named like checkpoints, or not,
+#   holding a checkpoint's name of a larger N (a search into subfolders finds it); a FIFO named like the latest
+#   checkpoint (not a regular file); a name ending in a newline after .pt;
 # - keep related to the count every way: 1, count - 1, count, count + 1, count < keep < 2*count (where a slice
 #   ``[:len - keep]`` wraps around), 2*count and above, huge;
-# - the directory as a Path, a str, a str ending in "/", relative to the current folder (bare, "./", two levels,
+# - the directory as a Path, a str, a str ending in "/" or passing through "sub/../" (returned paths keep it, as
+#   Path(directory) / name does), relative to the current folder (bare, "./", two levels,
 #   as a Path), named with spaces, glob brackets and stars, non-ASCII letters, a leading dot, a name like a
 #   checkpoint's; missing (never created) now and then.
 DIRECTORY_NAMES = ["checkpoints", "ckpts", "my runs", "run [1]", "a*b?", "données", ".hidden", "step_5.pt",
                    "v1.2", "x"]
-FORMS = ["path", "text", "text_slash", "relative", "relative_dot", "relative_nested", "relative_path"]
+FORMS = ["path", "text", "text_slash", "relative", "relative_dot", "relative_nested", "relative_path", "text_dotdot"]
 
 # (template, why it is not a checkpoint): {n} a number, {a}_{b} its digits split, {arabic}/{wide} other scripts' digits
 LOOK_ALIKES = [
@@ -456,6 +461,8 @@ LOOK_ALIKES = [
     ("step_{n}", "the name must end in .pt"),
     ("step{n}.pt", "the name must start with step_"),
     ("step_{n}.pth", "the name must end exactly in .pt"),
+    ("step_{n}.pt\n", "the name must end exactly in .pt (a pattern's $ also matches before a final newline: "
+                      "re.fullmatch)"),
 ]
 
 
@@ -470,10 +477,13 @@ class Layout:
     name: str = "checkpoints"
     missing: bool = False
     reasons: tuple[tuple[str, str], ...] = ()  # look-alike name -> why it is not a checkpoint
+    fifos: tuple[str, ...] = ()  # named like checkpoints, not regular files
+    nested: str = ""  # a checkpoint's name inside each folder (a search into subfolders finds it)
 
     @property
     def size(self) -> tuple[int, ...]:
-        return (len(self.files) + len(self.folders), self.keep or 0, sum(map(len, self.files + self.folders)))
+        return (len(self.files) + len(self.folders) + len(self.fifos), self.keep or 0,
+                sum(map(len, self.files + self.folders + self.fifos)))
 
     @property
     def relative(self) -> bool:
@@ -483,6 +493,7 @@ class Layout:
         """What the student's function is given, for a case laid out in ``base`` (the directory's parent)."""
         folder = base / "outer" / self.name if self.form == "relative_nested" else base / self.name
         return {"path": folder, "text": os.fspath(folder), "text_slash": os.fspath(folder) + os.sep,
+                "text_dotdot": os.path.join(os.fspath(base), "sub", os.pardir, self.name),  # kept as given
                 "relative": self.name, "relative_dot": f".{os.sep}{self.name}",
                 "relative_nested": os.path.join("outer", self.name),
                 "relative_path": pathlib.Path(self.name)}[self.form]
@@ -492,6 +503,7 @@ class Layout:
 
     def shown_argument(self) -> str:
         return {"path": f"Path('.../{self.name}')", "text": f"'.../{self.name}'", "text_slash": f"'.../{self.name}/'",
+                "text_dotdot": f"'.../sub/../{self.name}'",
                 "relative": repr(self.name), "relative_dot": repr(f"./{self.name}"),
                 "relative_nested": repr(f"outer/{self.name}"), "relative_path": f"Path({self.name!r})"}[self.form]
 
@@ -503,7 +515,9 @@ class Layout:
     def holding(self) -> str:
         if self.missing:
             return "a directory that does not exist"
-        entries = sorted(self.files) + [f"{name}/ (a folder)" for name in sorted(self.folders)]
+        inside = f" holding {self.nested}" if self.nested else ""
+        entries = (sorted(self.files) + [f"{name}/ (a folder{inside})" for name in sorted(self.folders)]
+                   + [f"{name} (a FIFO, not a regular file)" for name in sorted(self.fifos)])
         return f"the directory holds {entries or 'nothing'}"
 
 
@@ -576,12 +590,21 @@ def generate_layout(generator: random.Random, *, rotate: bool) -> Layout:
         name = f"step_{domain.pick(generator, [top + generator.randint(1, 9), bottom, generator.randint(0, 9)])}.pt"
         if name not in files:
             folders.add(name)
+    if generator.random() < 0.15:  # a folder of another name: only what lies in it looks like a checkpoint
+        folders.add(domain.pick(generator, ["old", "sub", "run 2"]))
+    # a checkpoint's name inside the folders, above every one of the directory's own (a recursive search finds it)
+    nested = f"step_{top + generator.randint(41, 99)}.pt" if folders and generator.random() < 0.5 else ""
+    fifos: set[str] = set()
+    if hasattr(os, "mkfifo") and generator.random() < 0.12:  # not a regular file, named like the latest checkpoint
+        name = f"step_{top + generator.randint(1, 40)}.pt"
+        if name not in files and name not in folders:
+            fifos.add(name)
     missing = generator.random() < 0.05
     if missing:
-        files, folders, reasons = set(), set(), {}
+        files, folders, reasons, fifos, nested = set(), set(), {}, set(), ""
     on_disk = sorted(files)  # sorted first: a set's order changes with the process's hash seed
     generator.shuffle(on_disk)
-    return Layout(files=tuple(on_disk), folders=tuple(sorted(folders)),
+    return Layout(files=tuple(on_disk), folders=tuple(sorted(folders)), fifos=tuple(sorted(fifos)), nested=nested,
                   keep=_keep_for(generator, 0 if missing else count) if rotate else None, form=domain.pick(generator, FORMS),
                   name=domain.pick(generator, DIRECTORY_NAMES), missing=missing, reasons=tuple(sorted(reasons.items())))
 
@@ -675,6 +698,7 @@ def _grade_layouts(student: Submission, layouts: list[Layout]) -> list[Verdict]:
         for index, layout in enumerate(layouts):
             base = root / f"case{index}"
             base.mkdir()
+            (base / "sub").mkdir()  # for a directory given as .../sub/../name
             folder = layout.folder(base)
             if not layout.missing:
                 folder.mkdir(parents=True)
@@ -683,6 +707,10 @@ def _grade_layouts(student: Submission, layouts: list[Layout]) -> list[Verdict]:
                 for name in layout.folders:
                     (folder / name).mkdir()
                     (folder / name / "inside.txt").write_text("a file inside a folder")
+                    if layout.nested:
+                        (folder / name / layout.nested).write_text(layout.nested)
+                for name in layout.fifos:
+                    os.mkfifo(folder / name)
             argument = layout.argument(base)
             arguments.append(argument)
             befores.append(_contents(folder))
@@ -807,10 +835,14 @@ def _generated_cause(layouts: list[Layout], verdicts: list[Verdict], smallest: L
         elif layout.keep is None:
             right = order[-1] if order else NOTHING
             got = right if not seen.wrong else seen.latest
-            fits = {c for c, result in _mistaken_latest(order).items() if result == got}
+            # (a wrong case whose name is right went wrong elsewhere, in the path's form: no order mistake explains it)
+            fits = ({c for c, result in _mistaken_latest(order).items() if result == got}
+                    if not seen.wrong or got != right else set())
         else:
-            got = sorted(order[:-layout.keep]) if not seen.wrong else seen.deleted
-            fits = {c for c, result in _mistaken_deletions(order, layout.keep).items() if sorted(result) == got}
+            right_deleted = sorted(order[:-layout.keep])
+            got = right_deleted if not seen.wrong else seen.deleted
+            fits = ({c for c, result in _mistaken_deletions(order, layout.keep).items() if sorted(result) == got}
+                    if not seen.wrong or got != right_deleted else set())
         fitting = fits if fitting is None else fitting & fits
     return next(iter(fitting)) if fitting and len(fitting) == 1 else None
 

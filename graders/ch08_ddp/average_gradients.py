@@ -154,7 +154,8 @@ def _cpu_state(model: nn.Module) -> dict[str, Any]:
 
 # ==================================================================================================
 # The generated domain (from the specification's sentences): any model (parameters nested one or more levels
-# deep, in ModuleLists, empty ones, float32 and float64 side by side, a parameter tied to two places, buffers,
+# deep, in ModuleLists, empty ones, modules with parameters of their own and submodules, some in eval mode,
+# float32 and float64 side by side, channels_last and transposed layouts, a parameter tied to two places, buffers,
 # weights and buffers that differ per rank), any subset of parameters with a gradient (unused ones, frozen ones,
 # a frozen one that still holds a .grad: "every parameter that has a gradient"), gradients of any magnitude
 # (1e-6 to 1e6, zeros), any group (the default one, a new group of one rank, of some, of all, dist.group.WORLD;
@@ -167,6 +168,9 @@ class Entry:
     dtype: str  # "float32" or "float64"
     state: str  # "grad", "unused" (requires_grad, no .grad), "frozen" (no .grad), "frozen_grad" (a .grad kept)
     alias: str | None = None  # the same Parameter as this earlier entry (tied weights)
+    # the parameter's and its gradient's memory layout: "contiguous", "channels_last" (4-d, as a conv's weight in
+    # channels_last) or "transposed" (2-d): a .contiguous() copy all-reduced is not the gradient itself
+    layout: str = "contiguous"
 
     @property
     def has_grad(self) -> bool:
@@ -191,6 +195,7 @@ class ModelCase:
     magnitude: int  # the gradients are about 10 ** magnitude
     seed: int
     differ: bool = False  # each rank's weights and buffers are moved by its own amount
+    eval_modules: tuple[str, ...] = ()  # submodules put in eval mode (a frozen BatchNorm's): their gradients count
 
     @property
     def size(self) -> tuple[int, ...]:
@@ -204,10 +209,13 @@ class ModelCase:
             text = (f"average_gradients(model, group={value[self.group]})" if self.style == "keyword" else
                     f"average_gradients(model, {value[self.group]})")
         params = ", ".join(f"{e.path} {list(e.shape)} {e.dtype}"
+                           + {"contiguous": "", "channels_last": " channels_last", "transposed": " (transposed layout)"
+                              }[e.layout]
                            + {"grad": "", "unused": " (no .grad: unused)", "frozen": " (frozen, no .grad)",
                               "frozen_grad": " (requires_grad=False, but holds a .grad)"}[e.state]
                            + (f" (the same Parameter as {e.alias})" if e.alias else "") for e in self.entries)
         weights = "; the ranks' weights and buffers differ" if self.differ else ""
+        weights += f"; in eval mode: {', '.join(self.eval_modules)}" if self.eval_modules else ""
         return (f"{text} on {world_size} ranks (only ranks {list(self.members)} call it), each with gradients of its "
                 f"own of about 1e{self.magnitude}{weights}; model parameters: {params}")
 
@@ -222,12 +230,22 @@ def generate_model_case(generator: random.Random, world_size: int) -> ModelCase:
             parts.append(str(generator.randint(0, 2)) if parts[-1].startswith("layers") else
                          domain.pick(generator, [f"sub{level}", f"layers{level}"]))
         path = ".".join(parts + [domain.pick(generator, ["weight", "bias", "scale"])])
+        if entries and generator.random() < 0.3:  # a module with parameters of its own AND submodules
+            owner = generator.choice(entries).path.split(".")
+            if len(owner) > 2:
+                path = ".".join(owner[:generator.randint(1, len(owner) - 2)] + [f"own{index}"])
         # (0-d parameters are left out: a correct fixture divides by a 1-element tensor, which a 0-d .grad refuses)
         shape = domain.pick(generator, [(1,), (domain.small_int(generator, 1, 6),),
-                                        (generator.randint(1, 4), generator.randint(1, 5)), (0,), (2, 1, 3, 2)],
+                                        (generator.randint(1, 4), generator.randint(1, 5)), (0,), (2, 3, 2, 2)],
                             weights=[2, 4, 4, 1, 1])
         state = domain.pick(generator, ["grad", "unused", "frozen", "frozen_grad"], weights=[6, 1, 1, 1])
-        entries.append(Entry(path, shape, domain.pick(generator, ["float32", "float64"], weights=[3, 1]), state))
+        layout = "contiguous"
+        if len(shape) == 4 and generator.random() < 0.6:
+            layout = "channels_last"
+        elif len(shape) == 2 and min(shape) > 1 and generator.random() < 0.3:
+            layout = "transposed"
+        entries.append(Entry(path, shape, domain.pick(generator, ["float32", "float64"], weights=[3, 1]), state,
+                             layout=layout))
     if entries and generator.random() < 0.25:  # a tied parameter: the same Parameter reached twice
         first = generator.choice(entries)
         entries.append(dataclasses.replace(first, path=f"tied{len(entries)}.{first.path}", alias=first.path))
@@ -238,9 +256,17 @@ def generate_model_case(generator: random.Random, world_size: int) -> ModelCase:
         members = tuple(sorted(generator.sample(range(world_size), size)))
     else:
         members = tuple(range(world_size))
-    return ModelCase(tuple(entries), buffers, group, members, domain.pick(generator, ["positional", "keyword"]),
+    modules = sorted({".".join(e.path.split(".")[:depth]) for e in entries
+                      for depth in range(1, len(e.path.split(".")))})
+    eval_modules = (tuple(sorted(generator.sample(modules, generator.randint(1, len(modules)))))
+                    if modules and generator.random() < 0.2 else ())
+    case = ModelCase(tuple(entries), buffers, group, members, domain.pick(generator, ["positional", "keyword"]),
                      domain.pick(generator, [0, 0, -6, -3, 3, 6]), generator.randint(0, 10**6),
-                     generator.random() < 0.4)
+                     generator.random() < 0.4, eval_modules)
+    # The entries in named_parameters() order, which the observations follow: a module's own parameters come
+    # before its submodules' ones, so one added to a module that already has submodules moves up
+    names = [name for name, _ in build_generated(case, 0).named_parameters(remove_duplicate=False)]
+    return dataclasses.replace(case, entries=tuple(sorted(entries, key=lambda e: names.index(e.path))))
 
 
 def _all_groups(world_size: int) -> list[tuple[int, ...]]:
@@ -267,6 +293,15 @@ def _find(model: nn.Module, path: str) -> nn.Parameter:
     return module._parameters[leaf]
 
 
+def _laid_out(tensor: torch.Tensor, layout: str) -> torch.Tensor:
+    """``tensor``'s values in the memory layout ``layout`` (see Entry.layout)."""
+    if layout == "channels_last":
+        return tensor.contiguous(memory_format=torch.channels_last)
+    if layout == "transposed":
+        return tensor.t().contiguous().t()
+    return tensor
+
+
 def build_generated(case: ModelCase, rank: int) -> nn.Module:
     """The case's model (the same weights on every rank unless ``case.differ``; no gradients yet)."""
     root = nn.Module()
@@ -281,13 +316,18 @@ def build_generated(case: ModelCase, rank: int) -> nn.Module:
             parameter = made[entry.alias]
         else:
             dtype = getattr(torch, entry.dtype)
-            parameter = nn.Parameter(torch.randn(entry.shape, generator=values, dtype=torch.float64).to(dtype),
-                                     requires_grad=entry.state in ("grad", "unused"))
+            data = _laid_out(torch.randn(entry.shape, generator=values, dtype=torch.float64).to(dtype), entry.layout)
+            parameter = nn.Parameter(data, requires_grad=entry.state in ("grad", "unused"))
         module.register_parameter(leaf, parameter)
         made[entry.path] = parameter
     for path, shape in case.buffers:
         parent, name = path.split(".")
         _child(root, parent).register_buffer(name, torch.randn(shape, generator=values))
+    for name in case.eval_modules:
+        module = root
+        for part in name.split("."):
+            module = module[int(part)] if part.isdigit() else module._modules[part]
+        module.eval()
     if case.differ:
         shift = torch.Generator().manual_seed(case.seed + 7 * rank + 1)
         with torch.no_grad():
@@ -347,7 +387,7 @@ def average_generated(student: RunnerStudent, rank: RankContext, cases: list[Mod
             chunk = gradients[start:start + entry.numel]
             start += entry.numel
             parameter = _find(model, entry.path)
-            parameter.grad = chunk.to(parameter.dtype).reshape(entry.shape).to(rank.device)
+            parameter.grad = _laid_out(chunk.to(parameter.dtype).reshape(entry.shape), entry.layout).to(rank.device)
         if rank.rank in case.members:
             group = {"default": None, "none": None, "world": dist.group.WORLD}.get(case.group)
             if case.group == "new":

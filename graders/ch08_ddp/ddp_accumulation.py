@@ -72,6 +72,8 @@ class AccumulationCase:
     scale: float = 1.0  # targets (or logits' inputs) this many times larger: gradient norms far above 1
     bucket_view: bool = False  # DDP(gradient_as_bucket_view=True)
     weight_decay: float = 0.0
+    repeated: bool = False  # each call's micro-batches are one (inputs, targets) object, listed again and again
+    dropout_eval: bool = False  # a Dropout layer, the model handed over in eval mode (and left in it)
 
     def given(self, call: int) -> str:
         leftover = "; gradients were left in .grad before the first call" if self.leftover else ""
@@ -90,7 +92,10 @@ class AccumulationCase:
     def model_text(self) -> str:
         parts = [f"hidden layers {list(self.hidden)}"] if self.hidden != (16,) else []
         parts += [text for flag, text in ((self.frozen, "the first layer frozen"), (self.nested, "layers nested in a "
-                  "submodule"), (self.double, "float64"), (self.bucket_view, "DDP(gradient_as_bucket_view=True)"))
+                  "submodule"), (self.double, "float64"), (self.bucket_view, "DDP(gradient_as_bucket_view=True)"),
+                  (self.repeated, "each call's micro-batches the same (inputs, targets) object listed again "
+                                  "([batch] * n)"),
+                  (self.dropout_eval, "a Dropout layer, the model in eval mode"))
                   if flag]
         if self.scale != 1.0:
             parts.append(f"targets scaled by {show_number(self.scale)}")
@@ -127,8 +132,12 @@ def build_model(case: AccumulationCase) -> nn.Module:
         layers: list[nn.Module] = []
         for before, after in zip(widths, widths[1:]):
             layers += [nn.Linear(before, after), nn.Tanh()]
+        if case.dropout_eval:
+            layers.append(nn.Dropout(0.5))
         layers.append(nn.Linear(widths[-1], outputs))
         model: nn.Module = nn.Sequential(*layers)
+        if case.dropout_eval:  # in eval mode Dropout does nothing; in training mode it would draw a mask
+            model.eval()
         if case.frozen:
             layers[0].requires_grad_(False)
         if case.nested:
@@ -158,6 +167,8 @@ def micro_batches(case: AccumulationCase, rank: int, call: int) -> list[tuple[to
         else:
             targets = torch.randn(case.batch, 4, generator=data, dtype=dtype) * case.scale
         batches.append((inputs, targets))
+    if case.repeated:  # the very same object at every place (a "last micro-batch" found by identity is every one)
+        return [batches[0]] * len(batches)
     return batches
 
 
@@ -292,7 +303,9 @@ def _calls(student: RunnerStudent, rank: RankContext, case: AccumulationCase, mo
     function = student.get("ddp_accumulation_step")
     calls = []
     for call in range(len(case.counts)):
-        batches = [(x.to(device), y.to(device)) for x, y in micro_batches(case, rank.rank, call)]
+        given = micro_batches(case, rank.rank, call)
+        moved = {id(batch): (batch[0].to(device), batch[1].to(device)) for batch in given}
+        batches = [moved[id(batch)] for batch in given]  # (the same object where the case repeats one)
         record.buckets, record.forwards, record.backwards, record.inner, record.by_hand = [], [], [], 0, 0
         with _all_reduce_counted(record, model):
             value = student.run(function, ddp_model, optimizer, loss_fn, batches)
@@ -621,25 +634,32 @@ SEVERAL_BUCKETS = AccumulationCase(world_size=2, counts=(4, 3, 4), bucket_cap_mb
 LEFTOVERS = AccumulationCase(world_size=2, counts=(3, 3), leftover=True, momentum=0.9, seed=7)
 THREE_RANKS = AccumulationCase(world_size=3, counts=(2, 1), loss="cross_entropy", seed=11)
 THEN_EMPTY = AccumulationCase(world_size=2, counts=(3,), empty_call=True, seed=13)
-CASES = [TWO_STEPS, SEVERAL_BUCKETS, LEFTOVERS, THREE_RANKS, THEN_EMPTY]
+# One (inputs, targets) object listed three times: a "last micro-batch" found by identity (mb is batches[-1]) is
+# every one of them
+REPEATED = AccumulationCase(world_size=2, counts=(3,), bucket_cap_mb=0.0001, repeated=True, seed=17)
+# A Dropout layer in a model handed over in eval mode: the step trains the model in the mode it was given
+IN_EVAL_MODE = AccumulationCase(world_size=2, counts=(3, 2), dropout_eval=True, seed=19)
+CASES = [TWO_STEPS, SEVERAL_BUCKETS, LEFTOVERS, THREE_RANKS, THEN_EMPTY, REPEATED, IN_EVAL_MODE]
 
 
 @DDP_ACCUMULATION.check(points=3)
 def matches_single_process_training(student: Submission, device: Any) -> None:
-    """Two steps on 2 ranks give, on every rank, the parameters of one process trained on all micro-batches."""
-    case = TWO_STEPS
-    expected, observed = _run(student, case, device)
-    _expect_parameters(case, expected, observed)
-    _expect_stepped_gradient(case, expected, observed)
+    """Two steps on 2 ranks give, on every rank, the parameters of one process trained on all micro-batches (also
+    for a model with Dropout handed over in eval mode)."""
+    for case in (TWO_STEPS, IN_EVAL_MODE):
+        expected, observed = _run(student, case, device)
+        _expect_parameters(case, expected, observed)
+        _expect_stepped_gradient(case, expected, observed)
 
 
 @DDP_ACCUMULATION.check(points=2)
 def all_reduces_once_per_call(student: Submission, device: Any) -> None:
-    """Forward and backward inside no_sync but the last; each gradient bucket all-reduced exactly once per call."""
-    case = SEVERAL_BUCKETS
-    expected, observed = _run(student, case, device)
-    _expect_one_all_reduce(case, observed)
-    _expect_parameters(case, expected, observed)
+    """Forward and backward inside no_sync but the last; each gradient bucket all-reduced exactly once per call (also
+    when the list holds one micro-batch object three times)."""
+    for case in (SEVERAL_BUCKETS, REPEATED):
+        expected, observed = _run(student, case, device)
+        _expect_one_all_reduce(case, observed)
+        _expect_parameters(case, expected, observed)
 
 
 @DDP_ACCUMULATION.check(points=1)
@@ -722,7 +742,8 @@ def generate_accumulation(generator: random.Random) -> AccumulationCase:
                      for _ in range(domain.small_int(generator, 1, 3))),
         frozen=generator.random() < 0.25, nested=generator.random() < 0.3, double=generator.random() < 0.25,
         scale=scale, bucket_view=generator.random() < 0.3,
-        weight_decay=domain.pick(generator, [0.0, 0.0, 0.01]))
+        weight_decay=domain.pick(generator, [0.0, 0.0, 0.01]), repeated=generator.random() < 0.25,
+        dropout_eval=generator.random() < 0.25)
 
 
 @judge_only

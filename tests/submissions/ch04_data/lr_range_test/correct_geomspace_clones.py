@@ -1,4 +1,4 @@
-"""Correct, written differently: np.geomspace for the sweep, itertools.cycle for the restarts, a
+"""Correct, written differently: np.geomspace for the sweep, a generator of passes for the restarts, a
 snapshot made of clones, and a try/finally restore. suggest_lr computes the central differences by hand.
 """
 import copy
@@ -20,7 +20,7 @@ def lr_range_test(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10
     lrs, losses = [], []
     try:
         model.train()
-        batches = itertools.cycle(loader)
+        batches = (batch for _ in itertools.count() for batch in loader)  # each pass a new iter(loader)
         smoothed = None
         for lr, (x, y) in zip(np.geomspace(start_lr, end_lr, num_iter), batches):
             for group in optimizer.param_groups:

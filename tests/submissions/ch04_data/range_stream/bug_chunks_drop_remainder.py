@@ -1,7 +1,7 @@
 """Bug: contiguous chunks of (end - start) // num_workers: the remainder is never yielded."""
 from torch.utils.data import IterableDataset, get_worker_info
 
-EXPECT_FAIL = {"several_workers": "drop the remainder", "more_workers_than_items": "remainder"}
+EXPECT_FAIL = {"several_workers": "drop the remainder", "more_workers_than_items": "nothing came out of the worker processes"}
 
 
 class RangeStream(IterableDataset):

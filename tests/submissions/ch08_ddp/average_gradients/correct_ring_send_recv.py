@@ -13,8 +13,9 @@ def average_gradients(model, group=None):
     for p in model.parameters():
         if p.grad is None:
             continue
-        total = p.grad.detach().clone()
-        passing = p.grad.detach().clone()
+        # (contiguous copies: send and recv take dense tensors, and a gradient may be laid out otherwise)
+        total = p.grad.detach().clone(memory_format=torch.contiguous_format)
+        passing = total.clone()
         for _ in range(size - 1):
             incoming = torch.empty_like(passing)
             reqs = [dist.isend(passing, right, group=group), dist.irecv(incoming, left, group=group)]

@@ -1,9 +1,11 @@
-"""Correct, written differently: lr *= factor each iteration, itertools.cycle, and the minimum updated after the divergence test (the same test for a threshold above 1)."""
+"""Bug: the minimum is updated after the divergence test, so s_i is compared with min(s_0..s_(i-1)), not
+min(s_0..s_i): the same for a threshold of 1 or more on losses above 0, not for a threshold below 1 (the spec's
+s_0 > 0.5 * s_0 stops at once) or a loss below 0 (s_0 > 5 * s_0)."""
 import copy
 import itertools
 import numpy as np
 
-EXPECT_PASS = True
+EXPECT_FAIL = {"stops_on_divergence": "stopped at the wrong iteration"}
 
 
 def lr_range_test(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10.0, num_iter=100,
@@ -18,7 +20,7 @@ def lr_range_test(model, optimizer, loss_fn, loader, *, start_lr=1e-7, end_lr=10
     lrs, losses = [], []
     best = float("inf")
     model.train()
-    data = itertools.cycle(loader)
+    data = itertools.chain.from_iterable(loader for _ in itertools.count())
     for i in range(num_iter):
         for group in optimizer.param_groups:
             group.update(lr=lr)
