@@ -203,7 +203,8 @@ def test_a_runner_that_keeps_working_is_lowered_to_spare_cpu_and_still_stopped_a
         running = threading.Event()
 
         def watch() -> None:  # until it is lowered (after 0.5 CPU-seconds: later on a busy machine) or stopped
-            while running.is_set() and not (seen and seen[-1][0] == 19):
+            # (both: the process's nice and then its session's are two writes; a reading between them saw 19 and 0)
+            while running.is_set() and not (seen and seen[-1][0] == 19 and seen[-1][1] in (None, 19)):
                 seen.append(niceness(pid))
                 time.sleep(0.05)
 
