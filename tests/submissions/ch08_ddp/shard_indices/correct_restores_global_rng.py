@@ -11,8 +11,8 @@ def shard_indices(num_samples, rank, world_size, *, shuffle=True, seed=0, epoch=
     if not (0 <= rank < world_size):
         raise ValueError(f"invalid rank {rank} for world_size {world_size}")
     if shuffle:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed + epoch)
+        with torch.random.fork_rng(devices=[]):  # the CPU generator's state is restored afterwards
+            torch.default_generator.manual_seed(seed + epoch)  # (torch.manual_seed would seed CUDA's too, unrestored)
             order = torch.randperm(num_samples).tolist()
     else:
         order = list(range(num_samples))
