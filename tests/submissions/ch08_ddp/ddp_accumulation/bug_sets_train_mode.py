@@ -1,67 +1,22 @@
-"""Bug: calls ddp_model.train() first: a model handed over in eval mode (dropout off, BatchNorm running stats) is trained in train mode, so the gradient is not that of the mean loss of the model as given."""
-from __future__ import annotations
+"""Bug: calls ddp_model.train() first "to be safe": a model handed over in eval mode (its Dropout off) is trained
+with Dropout on, so the step's gradient is not that of the mean loss of the model as given."""
 EXPECT_FAIL = {"matches_single_process_training": "not those of one-process training"}
 
-import contextlib
-import math
-from collections.abc import Sequence
-from typing import Any, Callable
 
-import torch
-import torch.distributed as dist
-
-
-def shard_indices(num_samples: int, rank: int, world_size: int, *, shuffle: bool = True, seed: int = 0,
-                  epoch: int = 0, drop_last: bool = False) -> list[int]:
-    """The indices ``DistributedSampler`` gives ``rank`` of ``world_size`` in ``epoch``, without using it."""
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank must satisfy 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
-    if drop_last and num_samples % world_size != 0:
-        per_rank = num_samples // world_size  # the tail that does not fill a round is dropped
-    else:
-        per_rank = math.ceil(num_samples / world_size)  # the last round is padded from the start
-    total = per_rank * world_size
-    if shuffle:
-        # A generator of its own, seeded with seed + epoch: the global RNG is neither used nor changed.
-        generator = torch.Generator()
-        generator.manual_seed(seed + epoch)
-        order = torch.randperm(num_samples, generator=generator).tolist()
-    else:
-        order = list(range(num_samples))
-    if total > len(order) and order:
-        # Padding repeats the order from its start, as many times as needed (more ranks than samples).
-        order = (order * math.ceil(total / len(order)))[:total]
-    else:
-        order = order[:total]
-    return order[rank:total:world_size]
-
-
-def average_gradients(model: torch.nn.Module, group: Any = None) -> None:
-    """Replace every existing gradient by its mean over the ranks of ``group`` (all ranks when None)."""
-    size = dist.get_world_size(group)
-    for parameter in model.parameters():
-        if parameter.grad is None:  # no gradient on any rank (the caller guarantees the same ones everywhere)
-            continue
-        dist.all_reduce(parameter.grad, op=dist.ReduceOp.SUM, group=group)
-        parameter.grad.div_(size)
-
-
-def ddp_accumulation_step(ddp_model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                          loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                          micro_batches: Sequence[tuple[torch.Tensor, torch.Tensor]]) -> float:
-    """One optimizer step over this rank's micro-batches, with one gradient all-reduce (on the last backward)."""
+def ddp_accumulation_step(ddp_model, optimizer, loss_fn, micro_batches):
     if len(micro_batches) == 0:
-        raise ValueError("micro_batches is empty: one optimizer step needs at least one micro-batch")
+        raise ValueError("micro_batches is empty")
     ddp_model.train()
     optimizer.zero_grad(set_to_none=True)
-    count = len(micro_batches)
-    total = 0.0
-    for index, (inputs, targets) in enumerate(micro_batches):
-        last = index == count - 1
-        # DDP decides at forward time whether the coming backward all-reduces: the forward must be inside too.
-        with contextlib.nullcontext() if last else ddp_model.no_sync():
-            loss = loss_fn(ddp_model(inputs), targets)
-            (loss / count).backward()
-        total += loss.item()
+    n, total = len(micro_batches), 0.0
+    for i, (x, y) in enumerate(micro_batches):
+        if i < n - 1:
+            with ddp_model.no_sync():
+                loss = loss_fn(ddp_model(x), y)
+                (loss / n).backward()
+        else:
+            loss = loss_fn(ddp_model(x), y)
+            (loss / n).backward()
+        total += float(loss.detach())
     optimizer.step()
-    return total / count
+    return total / n
