@@ -85,9 +85,6 @@ def lr_range_test(
     # Snapshots that share nothing with the live objects: state_dict() returns references to the
     # very tensors training updates in place, so it is deep-copied.
     model_state = copy.deepcopy(model.state_dict())
-    # ... which leaves out the buffers registered with persistent=False (a counter, a cache): copied apart
-    hidden_buffers = {name: buffer.detach().clone() for name, buffer in model.named_buffers()
-                      if name not in model_state}
     optimizer_state = copy.deepcopy(optimizer.state_dict())
     modes = [(module, module.training) for module in model.modules()]  # each submodule's own mode
 
@@ -121,10 +118,6 @@ def lr_range_test(
                 break  # diverged: this iteration is recorded, nothing after it
     finally:
         model.load_state_dict(model_state)
-        with torch.no_grad():
-            for name, buffer in model.named_buffers():
-                if name in hidden_buffers:
-                    buffer.copy_(hidden_buffers[name])
         optimizer.load_state_dict(optimizer_state)
         for module, training in modes:
             module.training = training
