@@ -219,17 +219,7 @@ def test_the_reference_passes_a_thousand_generated_cases_in_the_judges_own_terms
     for index, layout in enumerate(_drawn(True, 300, seed=3) + _drawn(False, 300, seed=4)):
         base = tmp_path / f"c{index}"
         base.mkdir()
-        folder = layout.folder(base)
-        if not layout.missing:
-            folder.mkdir(parents=True)
-            for name in layout.files:
-                (folder / name).write_text(name)
-            for name in layout.folders:
-                (folder / name).mkdir()
-                if layout.nested:
-                    (folder / name / layout.nested).write_text("a checkpoint's name, one level down")
-            for name in layout.fifos:
-                os.mkfifo(folder / name)
+        folder = layout.lay_out(base)
         expected = grader._expected_for(layout, folder)
         if layout.keep is None:
             got = reference.latest_checkpoint(folder)

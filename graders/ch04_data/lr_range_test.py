@@ -22,7 +22,7 @@ import math
 import numbers
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ _LABELS = {"": "the model", "0": "model[0] (Linear)", "1": "model[1] (BatchNorm1
 
 def _label(name: str, nest: int = 0) -> str:
     """A submodule's name as the student indexes it; the Sequentials holding a nested BatchNorm say so."""
-    if nest and name in ("1", "1.0")[:nest] and name.count(".") < nest:
+    if name in ("1", "1.0")[:nest]:
         return f"model{''.join(f'[{part}]' for part in name.split('.'))} (Sequential)"
     return _LABELS.get(name, name)
 
@@ -93,7 +93,7 @@ class _PassSampler(torch.utils.data.Sampler):
     def __len__(self) -> int:
         return self.size
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         self.passes += 1
         order = torch.randperm(self.size, generator=torch.Generator().manual_seed(self.seed * 1000 + self.passes))
         return iter(order.tolist())
@@ -468,8 +468,9 @@ class _Trial:
         mode = {"train": "in training mode", "eval": "in eval mode",
                 "mixed": "in training mode with its BatchNorm in eval mode"}[spec["mode"]]
         scale = f" times {show_number(spec['loss_scale'])}" if spec["loss_scale"] != 1 else ""
-        scale += f" {'-' if spec.get('loss_shift', 0) < 0 else '+'} {show_number(abs(spec['loss_shift']))}" if spec.get(
-            "loss_shift") else ""
+        shift = spec.get("loss_shift", 0.0)
+        if shift:
+            scale += f" {'-' if shift < 0 else '+'} {show_number(abs(shift))}"
         learnable = " (labels a function of the inputs: the loss falls first)" if spec["learnable"] else ""
         depth = spec.get("nest", 0)
         where = (f" (inside {depth} nested Sequential{'s' if depth > 1 else ''}, model[1]{'[0]' * depth})"
@@ -1425,9 +1426,8 @@ def _expect_generated_suggestions(student: Submission, count: int, what: str, *,
 def draw_sweep(rng: random.Random, focus: str = "") -> dict:
     """One lr_range_test call: the objects (SGD with momentum or Adam, 3 param groups with state; a model in
     training mode, in eval mode, or training with a frozen BatchNorm, that BatchNorm a direct child or one or two
-    Sequentials deeper; gradients left in .grad
-    before the call or none; a DataLoader, in order or shuffling (each restart a new order), with a short last
-    batch or not, or a list; fewer batches than iterations or more; labels it can learn or not; a loss scaled to
+    Sequentials deeper; gradients left in .grad before the call or none; a DataLoader, in order or shuffling (each
+    restart a new order), with a short last batch or not, or a list; fewer batches than iterations or more; labels it can learn or not; a loss scaled to
     diverge sooner, or shifted below 0) and the keyword arguments in every relation the specification allows:
     end_lr just above start_lr or decades above it, num_iter 2 and more, smooth 0 (the first loss kept), 1 (no
     smoothing) or between, diverge_threshold below 1 (positive losses stop at s_0), 1 (stop at the first rise),

@@ -314,8 +314,8 @@ def _grid() -> list[Run]:
 # ==================================================================================================
 # The generated domain (from the specification's sentences): start left out (1) or given (1, small, powers of
 # two, past 2**31, near 2**62: a float midpoint loses them); limit left out (4096) or in any relation to start
-# (equal, start·2**k exactly, one above or below it, with k up to 61, a few above, far above); the memory threshold at every
-# place the search can meet (start itself, each doubled size and its neighbours, limit and limit - 1, above
+# (equal, start·2**k exactly with k up to 61, one above or below it, a few above, far above); the memory threshold
+# at every place the search can meet (start itself, each doubled size and its neighbours, limit and limit - 1, above
 # limit, anywhere between; below start for the RuntimeError); CUDA available or not; try_batch returning None,
 # a loss, 0, False, True or a string when a size fits; another exception raised at any size the search tries;
 # invalid bounds (start < 1, limit < start, both) with any threshold.
@@ -327,8 +327,8 @@ def _gen_start(generator: random.Random) -> int | None:
 
 
 def _gen_limit(generator: random.Random, start: int) -> int | None:
-    # k past 30 too, and past 48, where log2(start * 2**k - 1) / start) in floats rounds up to k itself (a count of
-    # doublings computed with math.log2 probes a size above limit there)
+    # k past 30 too, and past 48, where math.log2((start * 2**k - 1) / start) rounds up to k itself (a count of
+    # doublings computed with it probes a size above limit there)
     k = domain.pick(generator, [domain.small_int(generator, 1, 14), generator.randint(30, 61),
                                 generator.randint(49, 58)], [5, 1, 1])
     relation = domain.pick(generator, ["equal", "power", "power_plus", "power_minus", "near", "random", "far",

@@ -512,6 +512,25 @@ class Layout:
             return f"latest_checkpoint({self.shown_argument()})"
         return f"rotate_checkpoints({self.shown_argument()}, keep={self.keep})"
 
+    def lay_out(self, base: pathlib.Path) -> pathlib.Path:
+        """Make the case's directory below ``base`` (its files, folders, FIFOs; nothing when missing); its path."""
+        if self.form == "text_dotdot":
+            (base / "sub").mkdir()  # the directory is given as .../sub/../name
+        folder = self.folder(base)
+        if self.missing:
+            return folder
+        folder.mkdir(parents=True)
+        for name in self.files:
+            (folder / name).write_text(name)
+        for name in self.folders:
+            (folder / name).mkdir()
+            (folder / name / "inside.txt").write_text("a file inside a folder")
+            if self.nested:
+                (folder / name / self.nested).write_text(self.nested)
+        for name in self.fifos:
+            os.mkfifo(folder / name)
+        return folder
+
     def holding(self) -> str:
         if self.missing:
             return "a directory that does not exist"
@@ -698,19 +717,7 @@ def _grade_layouts(student: Submission, layouts: list[Layout]) -> list[Verdict]:
         for index, layout in enumerate(layouts):
             base = root / f"case{index}"
             base.mkdir()
-            (base / "sub").mkdir()  # for a directory given as .../sub/../name
-            folder = layout.folder(base)
-            if not layout.missing:
-                folder.mkdir(parents=True)
-                for name in layout.files:
-                    (folder / name).write_text(name)
-                for name in layout.folders:
-                    (folder / name).mkdir()
-                    (folder / name / "inside.txt").write_text("a file inside a folder")
-                    if layout.nested:
-                        (folder / name / layout.nested).write_text(layout.nested)
-                for name in layout.fifos:
-                    os.mkfifo(folder / name)
+            folder = layout.lay_out(base)
             argument = layout.argument(base)
             arguments.append(argument)
             befores.append(_contents(folder))

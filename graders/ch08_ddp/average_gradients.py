@@ -285,12 +285,16 @@ def _child(module: nn.Module, name: str) -> nn.Module:
     return module._modules[name]
 
 
-def _find(model: nn.Module, path: str) -> nn.Parameter:
-    *parents, leaf = path.split(".")
+def _submodule(model: nn.Module, path: str) -> nn.Module:
     module = model
-    for name in parents:
+    for name in path.split(".") if path else ():
         module = module[int(name)] if name.isdigit() else module._modules[name]
-    return module._parameters[leaf]
+    return module
+
+
+def _find(model: nn.Module, path: str) -> nn.Parameter:
+    parent, _, leaf = path.rpartition(".")
+    return _submodule(model, parent)._parameters[leaf]
 
 
 def _laid_out(tensor: torch.Tensor, layout: str) -> torch.Tensor:
@@ -324,10 +328,7 @@ def build_generated(case: ModelCase, rank: int) -> nn.Module:
         parent, name = path.split(".")
         _child(root, parent).register_buffer(name, torch.randn(shape, generator=values))
     for name in case.eval_modules:
-        module = root
-        for part in name.split("."):
-            module = module[int(part)] if part.isdigit() else module._modules[part]
-        module.eval()
+        _submodule(root, name).eval()
     if case.differ:
         shift = torch.Generator().manual_seed(case.seed + 7 * rank + 1)
         with torch.no_grad():

@@ -136,12 +136,12 @@ def build_model(case: AccumulationCase) -> nn.Module:
             layers.append(nn.Dropout(0.5))
         layers.append(nn.Linear(widths[-1], outputs))
         model: nn.Module = nn.Sequential(*layers)
-        if case.dropout_eval:  # in eval mode Dropout does nothing; in training mode it would draw a mask
-            model.eval()
         if case.frozen:
             layers[0].requires_grad_(False)
         if case.nested:
             model = Nested(model)
+        if case.dropout_eval:  # in eval mode Dropout does nothing; in training mode it would draw a mask
+            model.eval()
         return model.double() if case.double else model
 
 
