@@ -214,12 +214,15 @@ def test_the_generator_draws_values_at_the_edges_of_the_representation():
 
 def test_the_generator_draws_every_state_of_requires_grad_and_grad_output():
     cases = _drawn()
-    assert {c.grad for c in cases} == {"random", "zeros", "transposed", "none"}
+    assert {c.grad for c in cases} == {"random", "zeros", "transposed", "expanded", "none"}
     assert any(not c.requires_grad for c in cases)
     forward_only = _drawn(200, grads=False)  # forward only: x requiring grad or not
     assert any(c.requires_grad for c in forward_only) and any(not c.requires_grad for c in forward_only)
     noncontiguous = [grader._gen_expected(c, "cpu")["grad_output"] for c in cases if c.grad == "transposed"]
     assert any(g.dim() >= 3 and not g.is_contiguous() for g in noncontiguous)
+    # what y.sum() hands backward: one value, every stride 0 (a backward writing into grad_output raises there)
+    expanded = [grader._gen_expected(c, "cpu")["grad_output"] for c in cases if c.grad == "expanded"]
+    assert any(g.numel() > 1 and set(g.stride()) == {0} for g in expanded)
     assert all(c.grad == "none" for c in _drawn(100, grads=False))
     assert all(c.grad != "none" for c in _drawn(100, grads=True))
 

@@ -191,7 +191,9 @@ def test_every_generated_call_is_valid_and_its_x_as_described():
             case.length, case.offset, case.dtype, case.requires_grad)
         assert x.stride(0) == case.stride or case.length == 1  # expand(1) keeps the stride of 1
         got = reference.sliding_window(x, case.size, case.step)
-        assert grader._window_right(x, case, {"got": got.detach(), "x": x.detach()})
+        assert grader._window_right(x, case, {"got": got, "x": x.detach()})
+        # the same windows without x's graph: right values, strides and storage, and wrong when x requires grad
+        assert grader._window_right(x, case, {"got": got.detach(), "x": x.detach()}) is not case.requires_grad
 
 
 @pytest.mark.parametrize("name, has", [

@@ -340,6 +340,7 @@ def _judge_window(x: torch.Tensor, size: int, step: int | None, got: object, stu
                   what: str) -> None:
     """Compare with ``x.unfold`` (x is the judge's own copy: the student's code never touched it)."""
     given, shown_x = _described(x, size, step), _layout(x)
+    x_requires_grad = x.requires_grad
     x = x.detach()  # (the description says whether it requires grad; the values are what is compared)
     step = 1 if step is None else step
     expected = x.unfold(0, size, step)
@@ -350,6 +351,11 @@ def _judge_window(x: torch.Tensor, size: int, step: int | None, got: object, stu
         cause = " (None is what a function returns when it ends without a return statement)" if got is None else ""
         fail(f"sliding_window({shown_x}, size={size}, step={step}) returned {show(got)}, a {type_name(got)}; "
              f"it must return a tensor (one view, not a list of row tensors){cause}")
+    if x_requires_grad and not wire.tensor_facts(got)["requires_grad"]:
+        fail(f"{what}\n  input: {given}\n  x requires grad and the result does not, so no gradient flows from the "
+             "windows back to x, as it does through x.unfold(0, size, step) (whose result has a grad_fn); a view "
+             "made with x.as_strided(...) keeps x's graph, one made from x.detach(), x.data, under torch.no_grad() "
+             "or with set_() on x's storage does not")
     if isinstance(student_x, torch.Tensor):
         layout = (tuple(student_x.shape), student_x.stride(), student_x.storage_offset())
         if layout != (tuple(x.shape), x.stride(), x.storage_offset()):
@@ -666,6 +672,8 @@ def _window_right(x: torch.Tensor, case: Window, seen: dict) -> bool:
             != (tuple(x.shape), x.stride(), x.storage_offset())):
         return False
     if student_x.dtype != x.dtype or not torch.equal(student_x, x.detach()):
+        return False
+    if x.requires_grad and not wire.tensor_facts(got)["requires_grad"]:
         return False
     expected = x.detach().unfold(0, case.size, case.step)
     if (tuple(got.shape) != tuple(expected.shape) or got.device != x.device or got.dtype != x.dtype

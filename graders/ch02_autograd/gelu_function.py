@@ -260,7 +260,7 @@ class GenCase:
     scale: float
     edges: tuple[float, ...]  # values written into the first elements of base
     requires_grad: bool
-    grad: str  # "random", "zeros", "transposed" (non-contiguous), "none"
+    grad: str  # "random", "zeros", "transposed" (non-contiguous), "expanded" (one value, stride 0), "none"
     seed: int
 
     @property
@@ -286,6 +286,10 @@ def _case_tensors(case: GenCase, device: torch.device) -> tuple[torch.Tensor, to
         if case.grad == "transposed" and len(shape) >= 2:
             grad_output = torch.randn(tuple(reversed(shape)), generator=generator, dtype=torch.float64)
             grad_output = grad_output.permute(*reversed(range(len(shape))))  # a non-contiguous grad_output
+        elif case.grad == "expanded":
+            # what y.sum() (times a constant) hands backward: one value expanded to y's shape, every stride 0,
+            # so a backward that writes into grad_output in place (grad_output.mul_) raises
+            grad_output = torch.randn((), generator=generator, dtype=torch.float64).expand(shape)
         else:
             grad_output = torch.randn(shape, generator=generator, dtype=torch.float64)
             grad_output = grad_output * (0.0 if case.grad == "zeros" else 1.0)
@@ -350,7 +354,7 @@ def generate_case(generator, *, dtypes: tuple = _GEN_DTYPES, layouts: tuple = _L
     if grads is not False and requires_grad:
         # (no grad_output far from 1: the gradient tolerances are at the scale of a derivative, and a correct
         # derivative's rounding times 1000 is beyond them where GELU' crosses 0, at x = -0.75)
-        grad = domain.pick(generator, ["random", "random", "zeros", "transposed"])
+        grad = domain.pick(generator, ["random", "random", "zeros", "transposed", "expanded"])
     return GenCase(str(dtype).removeprefix("torch."), base_shape, view,
                    layout if view is not None else "contiguous",
                    domain.pick(generator, [1.0, 1e-3, 0.5, 3.0, 10.0, 40.0]), edges, requires_grad, grad,
@@ -376,7 +380,9 @@ def _gen_describe(case: GenCase, x: torch.Tensor) -> str:
               "expanded": ", an expanded view (stride 0)"}[case.layout]
     edges = f", holding {', '.join(f'{v:g}' for v in case.edges[:x.numel()])}" if case.edges and x.numel() else ""
     grad = {"none": "", "random": ", and a random grad_output", "zeros": ", and grad_output = zeros",
-            "transposed": ", and a non-contiguous grad_output"}[case.grad]
+            "transposed": ", and a non-contiguous grad_output",
+            "expanded": ", and grad_output = one random value expanded to x's shape (stride 0), as y.sum() gives"
+            }[case.grad]
     rg = " that requires grad" if case.requires_grad else " with requires_grad=False"
     return f"x = {_describe(x)}{layout}, values randn * {case.scale:g}{edges}{rg}{grad}"
 
@@ -417,13 +423,32 @@ def _forward_and_backward(student: RunnerStudent, cls: type, leaf: torch.Tensor,
     if (grad_output is None or not obs["has_backward"] or not isinstance(out, torch.Tensor)
             or out.grad_fn is None or out.shape != x.shape):
         return obs  # the judge fails on the forward's observations first
+    # (the engine hands backward this very tensor, as it hands one gradient to every consumer of a value)
+    grad_output_before = grad_output.clone()
     try:
         (grad,) = student.run(torch.autograd.grad, out, leaf, grad_output, allow_unused=True)
     except StudentRaised as exc:
-        return {**obs, **_raised(exc, "backward")}
+        obs.update(_raised(exc, "backward"))
+        if 0 in grad_output.stride() and grad_output.numel() > 1:
+            obs["contiguous_retry"] = _retry_contiguous(student, cls, leaf, x, grad_output)
+        return obs
     obs["grad"] = grad
+    obs["grad_output_changed"] = not torch.equal(grad_output, grad_output_before)
     obs["ran_backward"] = True
     return obs
+
+
+def _retry_contiguous(student: RunnerStudent, cls: type, leaf: torch.Tensor, x: torch.Tensor,
+                      grad_output: torch.Tensor) -> dict:
+    """After backward raised for a grad_output with stride 0: the same values in a contiguous tensor."""
+    contiguous = grad_output.contiguous()
+    before = contiguous.clone()
+    try:
+        out = student.run(cls.apply, x)
+        student.run(torch.autograd.grad, out, leaf, contiguous, allow_unused=True)
+    except StudentRaised:
+        return {"raised": True}
+    return {"raised": False, "grad_output_changed": not torch.equal(contiguous, before)}
 
 
 def _run_gelu(student: RunnerStudent, base: torch.Tensor, view: tuple | None, requires_grad: bool,
@@ -653,10 +678,29 @@ def _expect_grad(obs: dict, x: torch.Tensor, base: torch.Tensor, grad_output: to
         fail(f"the output of {_CALL} has no grad_fn although x requires grad, so no gradient can flow back "
              f"(x = {given})\n  likely cause: forward's result was marked non-differentiable "
              "(ctx.mark_non_differentiable), or GELUFunction.apply was replaced by a function that detaches it")
-    _raise_student_error(obs, "backward", f"backward through {_CALL} (x = {given})")
+    retry = obs.get("contiguous_retry")
+    if obs.get("stage") == "backward" and isinstance(retry, dict) and retry.get("raised") is False:
+        error = StudentError(**obs["raised"]).describe()
+        lines = [f"backward through {_CALL} raised for a grad_output with stride 0\n  input: {given}\n  backward raised for this grad_output, whose elements all share one "
+                 f"memory location (stride 0, what y.sum() hands backward), and not for the same values in a "
+                 f"contiguous tensor:\n    {error}"]
+        if retry.get("grad_output_changed"):
+            lines.append("  likely cause: backward writes into grad_output in place (it changed a contiguous "
+                         "grad_output too, e.g. grad_output.mul_(...)): return a new tensor, grad_output * "
+                         "derivative")
+        else:
+            lines.append("  backward must work for a grad_output of any layout (no .view() on it, no writes into it)")
+        fail("\n".join(lines))
+    _raise_student_error(obs, "backward", f"backward through {_CALL} ({'' if given.startswith('x = ') else 'x = '}"
+                                          f"{given})")
     grad = obs.get("grad")
     if not obs.get("ran_backward"):
         raise TypeError("backward did not run although the forward's observations passed")
+    if obs.get("grad_output_changed"):
+        fail(f"backward through {_CALL} changed grad_output in place\n  input: {given}\n  its values after backward differ "
+             "from those handed in. Autograd hands one gradient tensor to every use of a value (in GELU(x) + x the "
+             "same tensor reaches both terms), so writing into it corrupts the other gradients; return a new "
+             "tensor, grad_output * derivative")
     if grad is None:
         fail(f"{what}\n  input: {given}\n  backward returned None for x, so x gets no gradient at all\n  likely cause: "
              "backward must return grad_output * (the derivative of GELU at x), one tensor per input of forward")
@@ -707,7 +751,7 @@ def _expect_cases(student: Submission, cases: list[_Case]) -> None:
             _expect_values(out, x, case.what, case.given)
         if case.grad_output is not None:
             given = case.given + ("; the gradient is taken w.r.t. base" if case.view is not None else "")
-            if not case.grad_output.is_contiguous():
+            if not case.grad_output.is_contiguous() and 0 not in case.grad_output.stride():
                 given += ", with a non-contiguous grad_output"
             _expect_grad(obs, x, case.base, case.grad_output, expected_grad, case.what_grad, given)
     if len(observations) < len(cases):
@@ -866,6 +910,13 @@ def backward_matches_torch(student: Submission, device: torch.device) -> None:
             f"{_describe(x)} with values in [-30, 30], and a random grad_output (not all ones)", grad_output,
             f"the gradient of GELUFunction differs from autograd's through F.gelu in {dtype_name(dtype)}",
             values=False))
+    # what (c * y).sum().backward() hands backward: one value expanded, every stride 0 (it cannot be written into)
+    x = _gelu_values(torch.float32, device).reshape(-1, 3)
+    cases.append(_Case(
+        x, "GELUFunction.apply(x) is wrong in float32",
+        f"{_describe(x)} with values in [-30, 30], and grad_output = torch.tensor(1.5).expand(x.shape), as "
+        "(1.5 * y).sum() gives", torch.tensor(1.5).to(device).expand(x.shape),
+        "the gradient of GELUFunction is wrong for the grad_output that a sum hands backward", values=False))
     _expect_cases(student, cases)
     _expect_generated(student, device, 60, "GELUFunction is wrong on a generated input", grads=True)
 
