@@ -111,6 +111,7 @@ def test_syntax_error_shows_the_line_and_exits_1(elsewhere):
     assert "return x.as_strided((1, size), (1, 1)" in result.stdout
 
 
+@pytest.mark.full  # (make test has the other ways an answer fails to load: a syntax error, an import that raises)
 def test_missing_name_exits_1(elsewhere):
     path = elsewhere / "answer.py"
     path.write_text("def sliding_windows(x, size, step=1):\n    return x\n")
@@ -141,6 +142,7 @@ def test_infinite_loop_is_stopped_at_the_timeout(elsewhere):
     assert result.returncode == 1 and "did not finish within 0.3 s" in result.stdout
 
 
+@pytest.mark.full  # (make test stops a loop in a check: the test above; this one loops as the file loads)
 def test_module_level_infinite_loop_is_stopped(elsewhere):
     path = elsewhere / "answer.py"
     path.write_text("while True:\n    pass\n")

@@ -145,7 +145,8 @@ def test_a_hostile_connection_neither_crashes_the_shared_judge_nor_keeps_the_nex
     assert "PASS  sliding_window: contiguous_input" in out and judge.poll() is None
 
 
-@pytest.mark.parametrize("ending", ["exits", "killed", "jupyter"])
+# (a kernel that exits by itself: CI's full run; make test has the two endings that used to leave files behind)
+@pytest.mark.parametrize("ending", [pytest.param("exits", marks=pytest.mark.full), "killed", "jupyter"])
 def test_a_kernels_judge_leaves_no_temporary_files(ending):
     """Every kernel used to leave a judge log and a pymp-* folder in /tmp (hundreds after a day of tests).
 
@@ -286,8 +287,9 @@ SLIDING_CORRECT = (sorted(SLIDING.glob("correct_*.py"))[0], ["sliding_window"])
 @needs_descriptor_passing
 @pytest.mark.parametrize("hint, helper_expected", [
     ("sliding_window,lr_range_test", True),    # a cold exercise first, one needing torch's compiler stack later
-    ("lr_range_test,sliding_window", False),   # the first needs it: nothing to gain
-    ("sliding_window", False),                 # none needs it
+    # (the two cases with no helper, 20 s of make test's workers: CI's full run)
+    pytest.param("lr_range_test,sliding_window", False, marks=pytest.mark.full),  # the first needs it: no gain
+    pytest.param("sliding_window", False, marks=pytest.mark.full),                # none needs it
 ])
 def test_a_hinted_judge_serves_its_first_exercises_from_a_cold_helper_that_hands_the_kernel_over(hint, helper_expected):
     """Told the notebook's exercises, a judge whose first exercises need no optimizer forks a helper that answers

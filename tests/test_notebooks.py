@@ -134,6 +134,10 @@ def test_solution_cells_delegate_to_the_reference(chapter):
                     assert getattr(statement.value.func, "id", None) in imported
 
 
+# make test proves the same twice over (issue 31's budget: 75 s of its workers' time on 2026-12-04): every check
+# passes the reference (tests/test_submissions.py), the solution cells delegate to it (the test above), and nbval
+# runs each chapter's check cells on them (tests/test_notebook_numerics.py). CI's full run keeps this third proof.
+@pytest.mark.full
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_solution_cells_pass_every_check(chapter):
     """Executing a chapter's solution cells alone defines answers that pass all of its checks."""

@@ -211,7 +211,10 @@ def test_generated_cases_cover_every_worker_count_and_size_relation():
     assert any(n > w and n % w == 1 for n, w in sizes) and any(n > w and n % w == w - 1 for n, w in sizes)
     assert any(n > w and n % w == 0 for n, w in sizes if w > 1) and any(n > 100 for n, _ in sizes)
     assert all(0 < c.end - c.start < c.workers for c in _drawn(grader.draw_crowded, 100) if c.end > c.start)
-    assert all(c.end - c.start <= 1 for c in _drawn(grader.draw_empty, 100))
+    empty = _drawn(grader.draw_empty, 100)
+    assert all(c.end - c.start <= 1 for c in empty)
+    # start > end (no int either) with workers too: a split of the range in the workers must not yield any
+    assert any(c.start > c.end and c.workers >= 2 for c in empty) and any(c.end - c.start == 1 for c in empty)
 
 
 def test_generated_cases_cover_starts_start_methods_and_passes():
