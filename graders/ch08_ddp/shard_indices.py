@@ -337,6 +337,20 @@ def observe_cases(student: RunnerStudent, cases: list[Case], max_raised: int = 5
     return packed(observed)
 
 
+def changed_between_calls(student: RunnerStudent, case: Case) -> dict[str, Any]:
+    """Call, change the returned list as a caller may (a shuffle of its own, an extra index), call again."""
+    function = student.get("shard_indices")
+    first = _observe_one(student, function, case)
+    if first["kind"] != "ints":
+        return {"first": first}
+    value = student.run(function, case.num_samples, case.rank, case.world_size, **case.kwargs)
+    if isinstance(value, list):
+        value.reverse()
+        value.append(-1)
+    changed = describe_result(value)
+    return {"first": first, "changed": changed, "second": _observe_one(student, function, case)}
+
+
 def rng_per_case(student: RunnerStudent, cases: list[Case], seed: int) -> dict[str, Any]:
     """Before each case, seed torch's global generator and draw from it (so that reseeding cannot put it back by
     chance); report each result and the global state after the first (up to 5) cases that changed it."""
@@ -513,10 +527,32 @@ SHUFFLED = [(10, 2), (33, 4), (64, 8), (257, 3), (1000, 6), (7, 1), (12, 5)]
 
 @SHARD_INDICES.check(points=1)
 def matches_the_sampler_in_order(student: Submission, device: Any) -> None:
-    """With shuffle=False: every rank's indices, padded or with drop_last, exactly as DistributedSampler."""
+    """With shuffle=False: every rank's indices, padded or with drop_last, exactly as DistributedSampler (a new
+    list on every call: changing one the caller got changes no later call's)."""
     fixed = (_cases(ORDERED, {"shuffle": False}, {"shuffle": False, "drop_last": True})
              + _cases([(11, 3), (6, 4)], {"shuffle": False, "seed": 5, "epoch": 3}))
     _check_cases(student, fixed, domain.draw(lambda g: generate_case(g, shuffle=False), 300, size=case_size))
+    _expect_a_new_list_each_call(student, Case(10, 1, 3, (("shuffle", False),)))
+
+
+@judge_only
+def _expect_a_new_list_each_call(student: Submission, case: Case) -> None:
+    seen = student.scenario(changed_between_calls, case)
+    if "second" not in seen:
+        return  # the first call's verdict came from the cases above
+    second, expected = seen["second"], sampler_indices(case)
+    if second["kind"] == "raised":
+        raise StudentCodeError(StudentError(**second["error"])).within(f"{case.call}, called again") from None
+    if second["kind"] == "ints" and second["values"] == expected:
+        return
+    got = second.get("values", second.get("what"))
+    mutated = seen["changed"].get("values")
+    cause = ("it is the list an earlier call returned, as the caller changed it: shard_indices keeps one list and "
+             "returns it again (a cache such as functools.lru_cache or a dict); return a new list on every call, "
+             "e.g. list(cached)") if got == mutated else None
+    fail_mismatch("called a second time, shard_indices returned other indices", given=(
+        f"{case.call}, whose list the caller then reversed and appended -1 to, then {case.call} again"),
+        expected=show(expected), got=show(got), cause=cause)
 
 
 @SHARD_INDICES.check(points=2)
