@@ -20,11 +20,16 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:  # it exists, owned by someone else
         return True
+    return state(pid) != "Z"
+
+
+def state(pid: int) -> str | None:
+    """The state letter of ``pid`` from /proc (R running or runnable, S asleep, Z ended ...); None where it cannot be
+    read (ended, or not Linux)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
-        return True
-    return state != "Z"
+        return None
 
 
 def ended(*pids: int, within: float = 5.0) -> bool:

@@ -21,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from coursekit import classgrade
 from graders.judge_server import KERNEL_CONNECTED
-from tests.processes import alive, ended, with_command_line
+from tests.processes import alive, descendants, ended, niceness, state, with_command_line
 from tests.test_feedback import MARK, _Active, _body
 
 pytestmark = pytest.mark.slow
@@ -282,20 +282,6 @@ def _python_tree(leaf: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", middle], start_new_session=True)
 
 
-def _leaf_state(tree: subprocess.Popen) -> tuple[bytes, int] | None:
-    """The state letter and nice value of ``tree``'s child (the leaf), from /proc; None before it exists."""
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                text = Path(f"/proc/{entry.name}/stat").read_bytes()
-            except OSError:
-                continue
-            fields = text[text.rfind(b")") + 2:].split()
-            if int(fields[1]) == tree.pid:
-                return fields[0], int(fields[16])
-    return None
-
-
 LOWERED = "import os, time\nos.setpriority(os.PRIO_PROCESS, 0, 19)\n"
 BUSY_FOR_S = "end = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
@@ -311,10 +297,14 @@ def test_a_worker_waiting_on_a_lowered_loop_is_told_from_one_that_computes_or_sl
     try:
         # The sleeper is runnable at nice 19 between its setpriority and its sleep, and at nice 19 on a loaded
         # machine that can last seconds (CI: reported as a loop once): it must be asleep before it is judged.
+        def asleep_lowered() -> bool:
+            leaves = descendants(trees["lowered but asleep"].pid)
+            return bool(leaves) and state(leaves[0]) == "S" and niceness(leaves[0])[0] == 19
+
         deadline = time.monotonic() + 30
-        while _leaf_state(trees["lowered but asleep"]) != (b"S", 19) and time.monotonic() < deadline:
+        while not asleep_lowered() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _leaf_state(trees["lowered but asleep"]) == (b"S", 19)
+        assert asleep_lowered()
         deadline, found = time.monotonic() + 10, set()
         while found != {"waits on a loop"} and time.monotonic() < deadline:
             time.sleep(0.1)
