@@ -17,8 +17,9 @@ from torch.utils.data import DataLoader
 
 import graders
 from graders.ch04_data import range_stream as grader
+from graders.runclock import WALL_CAP_FACTOR
 from solutions import ch04_data as reference
-from tests.processes import alive, named
+from tests.processes import alive, descendants, named
 
 FAST_TIMEOUT_S = 2.0  # the test suite's time limit on student code (tests/submissions.py)
 
@@ -135,9 +136,10 @@ def test_a_hanging_worker_ends_as_a_timeout_and_does_not_outlive_the_check(tmp_p
     result = report.results[0]
     assert result.error is not None and result.error.kind == "timeout", report.as_text()
     assert "did not finish within 2 s" in result.message
-    # Its runner's start, then 2 s of running time: on a busy machine (make test's) the workers' waits for a CPU are
-    # not charged to them until they have used 3 CPU-seconds and are lowered (graders.runclock).
-    assert elapsed < FAST_TIMEOUT_S + 6, f"the check took {elapsed:.1f} s"
+    # What guarantees the end is the wall cap: 2 s of running time ends, starved or not, by 2 s x WALL_CAP_FACTOR on
+    # the wall clock (graders.runclock); the runner's start (a torch import) comes before it. A bound of 2 s + 6 s
+    # held here but failed on CI (8.2 s, in a 39 min 42 s run of make test): a start there takes several seconds.
+    assert elapsed < FAST_TIMEOUT_S * WALL_CAP_FACTOR + 20, f"the check took {elapsed:.1f} s"
     watching.set()
     watcher.join()
     workers = sorted(seen)
@@ -146,18 +148,6 @@ def test_a_hanging_worker_ends_as_a_timeout_and_does_not_outlive_the_check(tmp_p
     while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(pid) for pid in workers), "a hanging worker outlived its check"
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
@@ -188,7 +178,7 @@ def test_no_worker_outlives_its_request(tmp_path, worker_line):
             except graders.StudentCodeError as exc:
                 assert exc.error.exception_type == "TypeError", exc.describe()
             assert time.perf_counter() - began < 4, "shutting the workers down waited for them"
-            assert _children(runner.process.pid) == [], "worker processes outlived their request"
+            assert descendants(runner.process.pid) == [], "worker processes outlived their request"
     finally:
         runner.close()
 
